@@ -1,0 +1,61 @@
+"""storeprobe: honest storage-throughput probes over any fsspec filesystem.
+
+>>> from storeprobe import Probe
+>>> probe = Probe.from_url("memory://bench", repeats=1)
+>>> probe.upload_small().ok
+True
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+from storeprobe.environment import Environment
+from storeprobe.errors import (
+    CleanupError,
+    ConfigurationError,
+    MissingDependencyError,
+    ResultFormatError,
+    StoreProbeError,
+    TargetError,
+    TargetNotFoundError,
+    TargetPermissionError,
+    TargetUnreachableError,
+    UnitError,
+)
+from storeprobe.probe import Probe
+from storeprobe.result import SCHEMA_VERSION, Result, Sample, dump_results, load_results
+from storeprobe.target import Target
+from storeprobe.units import format_rate, format_size, parse_size
+from storeprobe.workload import Workload
+
+try:
+    __version__ = importlib.metadata.version("storeprobe")
+except importlib.metadata.PackageNotFoundError:  # pragma: no cover - source checkout
+    __version__ = "0+unknown"
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CleanupError",
+    "ConfigurationError",
+    "Environment",
+    "MissingDependencyError",
+    "Probe",
+    "Result",
+    "ResultFormatError",
+    "Sample",
+    "StoreProbeError",
+    "Target",
+    "TargetError",
+    "TargetNotFoundError",
+    "TargetPermissionError",
+    "TargetUnreachableError",
+    "UnitError",
+    "Workload",
+    "__version__",
+    "dump_results",
+    "format_rate",
+    "format_size",
+    "load_results",
+    "parse_size",
+]

@@ -1,0 +1,421 @@
+"""How one request is made on each kind of filesystem.
+
+A :class:`Backend` knows the single-request primitives of one family of fsspec
+filesystems — write one object, read one object, read one byte range, split one
+object's upload into parts — and the settings that keep exactly one request per call
+(s3fs ``max_concurrency=1``, no block cache). The probe combines these primitives
+into plans; the backend never decides how many run at once.
+
+=================  =============================  ===========================  =============
+backend            one object, upload             one object, download         byte ranges
+=================  =============================  ===========================  =============
+``s3``             multipart, parts in parallel   ranged GETs in parallel      yes
+``local``          ``pwrite`` of parts, fsync     ``pread`` of ranges          yes
+``async``          one request (cannot split)     ranged reads in parallel     yes
+``sync``           one request (cannot split)     ranged reads in parallel     yes
+=================  =============================  ===========================  =============
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import fsspec
+from fsspec.asyn import AsyncFileSystem
+
+from storeprobe.errors import TargetNotFoundError
+from storeprobe.transfer import Plan
+from storeprobe.units import MiB
+
+__all__ = ["AsyncBackend", "Backend", "LocalBackend", "S3Backend", "SyncBackend", "backend_for"]
+
+Buffer = bytes | bytearray | memoryview
+
+
+class Backend:
+    """Single-request primitives of a filesystem family; subclasses fill them in."""
+
+    name = "generic"
+    #: True when jobs are coroutine functions to run on ``fs.loop``.
+    is_async = False
+    #: True when one object's upload can be split into parts sent in parallel.
+    splits_uploads = False
+    #: True when a byte range of an object can be read on its own.
+    reads_ranges = True
+    #: Smallest part of a split upload, in bytes (except the last part).
+    min_part_size = 1
+
+    def __init__(self, fs: fsspec.AbstractFileSystem) -> None:
+        self.fs = fs
+
+    # --- untimed housekeeping (called outside the window, synchronously) ---------
+    def check_root(self, root: str) -> None:
+        """Raise if ``root`` cannot hold the run prefix."""
+        if not self.fs.isdir(root):
+            if self.fs.exists(root):
+                raise TargetNotFoundError(f"{root!r} exists but is not a directory")
+            raise TargetNotFoundError(
+                f"root directory {root!r} does not exist: create it or choose another path"
+            )
+
+    def make_prefix(self, prefix: str) -> None:
+        """Create the run prefix (a no-op for object stores)."""
+        self.fs.makedirs(prefix, exist_ok=False)
+
+    def remove_prefix(self, prefix: str) -> None:
+        """Remove the (now empty) run prefix; never recursive."""
+        self.fs.rmdir(prefix)
+
+    def after_upload(self, paths: Sequence[str]) -> None:
+        """Untimed step between a setup upload and a timed download (evict caches)."""
+        self.fs.invalidate_cache()
+
+    def cache_warning(self) -> str | None:
+        """A warning for the Result when a download might be served from a cache."""
+        return None
+
+    # --- one request each ---------------------------------------------------------
+    def put(self, path: str, data: Buffer) -> Any:
+        raise NotImplementedError
+
+    def get(self, path: str, out: list[Any], slot: int) -> Any:
+        raise NotImplementedError
+
+    def get_range(self, path: str, start: int, end: int, out: list[Any], slot: int) -> Any:
+        raise NotImplementedError
+
+    def delete(self, path: str) -> Any:
+        raise NotImplementedError
+
+    def split_upload(self, path: str, size: int, parts: Sequence[tuple[int, Buffer]]) -> Plan:
+        raise NotImplementedError
+
+
+# ------------------------------------------------------------------------ async ----
+class AsyncBackend(Backend):
+    """Any asynchronous fsspec filesystem, through its coroutine API."""
+
+    name = "async"
+    is_async = True
+
+    def __init__(self, fs: fsspec.AbstractFileSystem) -> None:
+        super().__init__(fs)
+        parameters = inspect.signature(fs._pipe_file).parameters
+        self._create_kw: dict[str, Any] = {"mode": "create"} if "mode" in parameters else {}
+
+    def put(self, path: str, data: Buffer) -> Callable[[], Any]:
+        async def job() -> int:
+            await self.fs._pipe_file(path, data, **self._create_kw)
+            return len(data)
+
+        return job
+
+    def get(self, path: str, out: list[Any], slot: int) -> Callable[[], Any]:
+        async def job() -> int:
+            out[slot] = await self.fs._cat_file(path)
+            return len(out[slot])
+
+        return job
+
+    def get_range(self, path: str, start: int, end: int, out: list[Any], slot: int) -> Any:
+        async def job() -> int:
+            out[slot] = await self.fs._cat_file(path, start=start, end=end)
+            return len(out[slot])
+
+        return job
+
+    def delete(self, path: str) -> Callable[[], Any]:
+        async def job() -> int:
+            await self.fs._rm_file(path)
+            return 0
+
+        return job
+
+
+class S3Backend(AsyncBackend):
+    """s3fs: one PUT/GET per call (``max_concurrency=1``), own multipart for split uploads.
+
+    s3fs's ``_pipe_file`` sends up to ``max_concurrency`` parts in batches and
+    ``_cat_file`` up to ``max_concurrency`` ranged GETs; storeprobe passes 1 and makes
+    the parts itself, so the number in flight is the probe's ``streams`` and nothing else.
+    """
+
+    name = "s3"
+    splits_uploads = True
+    min_part_size = 5 * MiB
+
+    def check_root(self, root: str) -> None:
+        bucket = root.split("/", 1)[0]
+        if not bucket:
+            raise TargetNotFoundError("an S3 target needs a bucket: use s3://BUCKET[/PREFIX]")
+        if not self.fs.exists(bucket):
+            raise TargetNotFoundError(
+                f"bucket {bucket!r} does not exist or is not visible with these credentials: "
+                "create it or choose another"
+            )
+
+    def make_prefix(self, prefix: str) -> None:
+        return None
+
+    def remove_prefix(self, prefix: str) -> None:
+        self.fs.invalidate_cache()
+
+    def put(self, path: str, data: Buffer) -> Callable[[], Any]:
+        async def job() -> int:
+            await self.fs._pipe_file(
+                path, data, chunksize=5 * 1024 * MiB, max_concurrency=1, mode="create"
+            )
+            return len(data)
+
+        return job
+
+    def get(self, path: str, out: list[Any], slot: int) -> Callable[[], Any]:
+        async def job() -> int:
+            out[slot] = await self.fs._cat_file(path, max_concurrency=1)
+            return len(out[slot])
+
+        return job
+
+    def get_range(self, path: str, start: int, end: int, out: list[Any], slot: int) -> Any:
+        async def job() -> int:
+            out[slot] = await self.fs._cat_file(path, start=start, end=end, max_concurrency=1)
+            return len(out[slot])
+
+        return job
+
+    def split_upload(self, path: str, size: int, parts: Sequence[tuple[int, Buffer]]) -> Plan:
+        bucket, key, _ = self.fs.split_path(path)
+        state: dict[str, Any] = {}
+        etags: dict[int, str] = {}
+
+        async def create() -> int:
+            response = await self.fs._call_s3("create_multipart_upload", Bucket=bucket, Key=key)
+            state["upload_id"] = response["UploadId"]
+            return 0
+
+        def part(number: int, body: Buffer) -> Callable[[], Any]:
+            async def job() -> int:
+                response = await self.fs._call_s3(
+                    "upload_part",
+                    Bucket=bucket,
+                    Key=key,
+                    UploadId=state["upload_id"],
+                    PartNumber=number,
+                    Body=body,
+                )
+                etags[number] = response["ETag"]
+                return len(body)
+
+            return job
+
+        async def complete() -> int:
+            await self.fs._call_s3(
+                "complete_multipart_upload",
+                Bucket=bucket,
+                Key=key,
+                UploadId=state["upload_id"],
+                MultipartUpload={
+                    "Parts": [{"PartNumber": n, "ETag": etags[n]} for n in sorted(etags)]
+                },
+                IfNoneMatch="*",
+            )
+            return 0
+
+        async def abort() -> None:
+            if "upload_id" in state:
+                await self.fs._call_s3(
+                    "abort_multipart_upload", Bucket=bucket, Key=key, UploadId=state["upload_id"]
+                )
+
+        return Plan(
+            phases=(
+                (create,),
+                tuple(part(number, body) for number, (_, body) in enumerate(parts, start=1)),
+                (complete,),
+            ),
+            on_failure=(abort,),
+        )
+
+
+# ------------------------------------------------------------------------- sync ----
+class SyncBackend(Backend):
+    """Any synchronous fsspec filesystem (memory, ...), through a thread pool."""
+
+    name = "sync"
+
+    def check_root(self, root: str) -> None:
+        protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
+        if root in ("", "/") or "memory" in protocols:
+            return  # memory directories are implicit
+        super().check_root(root)
+
+    def make_prefix(self, prefix: str) -> None:
+        self.fs.makedirs(prefix, exist_ok=True)
+
+    def put(self, path: str, data: Buffer) -> Callable[[], int]:
+        def job() -> int:
+            self.fs.pipe_file(path, bytes(data), mode="create")
+            return len(data)
+
+        return job
+
+    def get(self, path: str, out: list[Any], slot: int) -> Callable[[], int]:
+        def job() -> int:
+            out[slot] = self.fs.cat_file(path)
+            return len(out[slot])
+
+        return job
+
+    def get_range(self, path: str, start: int, end: int, out: list[Any], slot: int) -> Any:
+        def job() -> int:
+            out[slot] = self.fs.cat_file(path, start=start, end=end)
+            return len(out[slot])
+
+        return job
+
+    def delete(self, path: str) -> Callable[[], int]:
+        def job() -> int:
+            self.fs.rm_file(path)
+            return 0
+
+        return job
+
+
+class LocalBackend(Backend):
+    """``file://``: POSIX calls, create-only writes, fsync, and page-cache eviction.
+
+    An upload counts until the data is on disk: each object is written with
+    ``O_CREAT | O_EXCL`` and fsynced inside the timed window. Before a timed download
+    the files are evicted from the page cache with ``posix_fadvise(POSIX_FADV_DONTNEED)``.
+    """
+
+    name = "local"
+    splits_uploads = True
+
+    def put(self, path: str, data: Buffer) -> Callable[[], int]:
+        def job() -> int:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return len(data)
+
+        return job
+
+    def get(self, path: str, out: list[Any], slot: int) -> Callable[[], int]:
+        def job() -> int:
+            with open(path, "rb", buffering=0) as handle:
+                out[slot] = handle.read()
+            return len(out[slot])
+
+        return job
+
+    def get_range(self, path: str, start: int, end: int, out: list[Any], slot: int) -> Any:
+        def job() -> int:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                chunks = []
+                position = start
+                while position < end:
+                    chunk = os.pread(fd, end - position, position)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    position += len(chunk)
+            finally:
+                os.close(fd)
+            out[slot] = b"".join(chunks) if len(chunks) != 1 else chunks[0]
+            return len(out[slot])
+
+        return job
+
+    def delete(self, path: str) -> Callable[[], int]:
+        def job() -> int:
+            os.unlink(path)
+            return 0
+
+        return job
+
+    def make_prefix(self, prefix: str) -> None:
+        os.mkdir(prefix)
+
+    def remove_prefix(self, prefix: str) -> None:
+        os.rmdir(prefix)
+
+    def after_upload(self, paths: Sequence[str]) -> None:
+        for path in paths:
+            evict_from_page_cache(path)
+
+    def cache_warning(self) -> str | None:
+        if not hasattr(os, "posix_fadvise"):
+            return (
+                "this platform has no posix_fadvise: downloads from file:// may be served "
+                "from the page cache and read faster than the disk"
+            )
+        return None
+
+    def split_upload(self, path: str, size: int, parts: Sequence[tuple[int, Buffer]]) -> Plan:
+        state: dict[str, int] = {}
+
+        def create() -> int:
+            state["fd"] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.ftruncate(state["fd"], size)
+            return 0
+
+        def part(offset: int, body: Buffer) -> Callable[[], int]:
+            def job() -> int:
+                view = memoryview(body)
+                position = offset
+                while view:
+                    written = os.pwrite(state["fd"], view, position)
+                    view = view[written:]
+                    position += written
+                return len(body)
+
+            return job
+
+        def complete() -> int:
+            os.fsync(state["fd"])
+            os.close(state.pop("fd"))
+            return 0
+
+        def close() -> None:
+            if "fd" in state:
+                os.close(state.pop("fd"))
+
+        return Plan(
+            phases=((create,), tuple(part(offset, body) for offset, body in parts), (complete,)),
+            on_failure=(close,),
+        )
+
+
+def evict_from_page_cache(path: str) -> None:
+    """Ask the kernel to drop ``path`` from the page cache (no-op where unsupported)."""
+    if not hasattr(os, "posix_fadvise"):
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def backend_for(fs: fsspec.AbstractFileSystem) -> Backend:
+    """Pick the backend for ``fs`` by its class (s3fs, local, any async, any sync)."""
+    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+    module = type(fs).__module__
+    if module.startswith("s3fs"):
+        return S3Backend(fs)
+    if "file" in protocols and module.startswith("fsspec.implementations.local"):
+        return LocalBackend(fs)
+    if isinstance(fs, AsyncFileSystem):
+        return AsyncBackend(fs)
+    return SyncBackend(fs)

@@ -1,0 +1,434 @@
+"""How and where: push a workload through a filesystem, time it, verify it, clean up.
+
+One probe call (``upload`` or ``download``) does, for each of ``repeats`` repetitions:
+
+1. generate the payloads for fresh object names (untimed; each repeat has its own
+   content, so no deduplicating store can flatter later repeats);
+2. for a download, upload those objects first (untimed) and evict caches;
+3. run the timed window: at most ``streams`` requests in flight, the window running
+   from the first request's start to the last request's end;
+4. verify (untimed): every downloaded byte is compared with the regenerated payload;
+5. delete exactly the names this repeat wrote.
+
+All names live under a fresh run prefix ``<root>/storeprobe-<utc>-<random>``; whatever
+happens, a ``finally`` deletes every name the probe recorded and removes the prefix.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import fsspec
+from attrs import define, field
+from fsspec.asyn import sync
+
+from storeprobe.backends import Backend
+from storeprobe.environment import Environment, check_label
+from storeprobe.errors import ConfigurationError
+from storeprobe.result import OPERATIONS, Operation, Result, Sample
+from storeprobe.target import Target
+from storeprobe.transfer import Clock, Plan, Timings, run_async, run_sync
+from storeprobe.units import MiB, format_size, parse_size
+from storeprobe.workload import Workload
+
+__all__ = ["MAX_STREAMS", "Probe"]
+
+#: Most requests in flight a probe accepts.
+MAX_STREAMS = 1024
+#: Most repeats a probe accepts.
+MAX_REPEATS = 1000
+_MAX_PARTS = 10_000
+
+
+def _in_range(low: int, high: int, hint: str) -> Callable[[Any, attrs.Attribute[int], int], None]:
+    def check(_: Any, attribute: attrs.Attribute[int], value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ConfigurationError(
+                f"{attribute.name} must be an int from {low} to {high}, not {value!r}: {hint}"
+            )
+
+    return check
+
+
+def _check_timeout(_: Any, __: Any, value: float | None) -> None:
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
+    ):
+        raise ConfigurationError(f"timeout must be a positive number of seconds or None, not {value!r}")
+
+
+def _part_size(value: int | str | None) -> int | None:
+    return None if value is None else parse_size(value)
+
+
+def _check_part_size(_: Any, __: Any, value: int | None) -> None:
+    if value is not None and value < 1:
+        raise ConfigurationError(f"part_size must be positive, not {value}")
+
+
+@define
+class Probe:
+    """Measures uploads and downloads of a :class:`Workload` on one filesystem path.
+
+    ``streams`` is the number of requests in flight: ``streams=1`` keeps exactly one at
+    any moment; ``streams=N`` moves N objects at once, or N parts / byte ranges of a
+    single object where the backend can split it (the Result's ``strategy`` and
+    ``effective_streams`` say what was done). ``timeout`` bounds each request, in
+    seconds. ``part_size`` (bytes or ``"16MiB"``) sets the part size when one object is
+    split; by default about four parts per stream, at least the backend's minimum.
+    ``clock`` returns nanoseconds and is replaceable for tests.
+    """
+
+    fs: fsspec.AbstractFileSystem
+    path: str
+    streams: int = field(
+        default=1, kw_only=True, validator=_in_range(1, MAX_STREAMS, "use e.g. 1, 4 or 16")
+    )
+    repeats: int = field(
+        default=3, kw_only=True, validator=_in_range(1, MAX_REPEATS, "3 is the usual choice")
+    )
+    verify: bool = field(default=True, kw_only=True)
+    timeout: float | None = field(default=300.0, kw_only=True, validator=_check_timeout)
+    part_size: int | None = field(
+        default=None, kw_only=True, converter=_part_size, validator=_check_part_size
+    )
+    label: str | None = field(default=None, kw_only=True)
+    clock: Clock = field(default=time.perf_counter_ns, kw_only=True, repr=False)
+    target: Target = field(init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        check_label(self.label)
+        self.target = Target(self.fs, self.path)
+
+    @classmethod
+    def from_url(
+        cls, url: str, storage_options: dict[str, Any] | None = None, **options: Any
+    ) -> Probe:
+        """A probe of ``url`` opened with fsspec; ``options`` are the probe's own
+        (``streams``, ``repeats``, ...)."""
+        target = Target.from_url(url, storage_options)
+        probe = cls(target.fs, target.root, **options)
+        probe.target = target
+        return probe
+
+    # -- the four probes users name --------------------------------------------------
+    def upload_small(self) -> Result:
+        """Upload 256 × 16 KiB."""
+        return self.upload(Workload.small())
+
+    def download_small(self) -> Result:
+        """Download 256 × 16 KiB."""
+        return self.download(Workload.small())
+
+    def upload_large(self) -> Result:
+        """Upload 1 × 256 MiB."""
+        return self.upload(Workload.large())
+
+    def download_large(self) -> Result:
+        """Download 1 × 256 MiB."""
+        return self.download(Workload.large())
+
+    def run(self, workloads: Sequence[Workload] | None = None) -> list[Result]:
+        """Upload and download each workload (default: small, then large)."""
+        chosen = list(workloads) if workloads is not None else [Workload.small(), Workload.large()]
+        return [self.measure(op, workload) for workload in chosen for op in OPERATIONS]
+
+    def upload(self, workload: Workload) -> Result:
+        """Time writing ``workload`` to fresh names."""
+        return self.measure("upload", workload)
+
+    def download(self, workload: Workload) -> Result:
+        """Time reading ``workload`` back after an untimed upload."""
+        return self.measure("download", workload)
+
+    # -- the measurement -----------------------------------------------------------------
+    def measure(self, operation: Operation, workload: Workload) -> Result:
+        """Run ``operation`` on ``workload`` ``repeats`` times and return the Result."""
+        if operation not in OPERATIONS:
+            raise ConfigurationError(f"operation must be 'upload' or 'download', not {operation!r}")
+        if not isinstance(workload, Workload):
+            raise ConfigurationError(
+                f"workload must be a Workload (e.g. Workload.small()), not {type(workload).__name__}"
+            )
+        target = self.target
+        backend = target.backend
+        environment = Environment.capture(self.label)
+        shape = _Shape.choose(backend, workload, self.streams, self.part_size)
+        try:
+            backend.check_root(target.root)
+            prefix = target.new_prefix()
+            backend.make_prefix(prefix)
+        except Exception as exc:
+            raise target.translate(exc, "preparing the run") from None
+
+        written: list[str] = []
+        deleted: set[str] = set()
+        samples: list[Sample] = []
+        errors: list[str] = []
+        warnings: list[str] = []
+        if operation == "download" and (warning := backend.cache_warning()):
+            warnings.append(warning)
+        try:
+            for repeat in range(self.repeats):
+                names = [f"{prefix}/r{repeat}-{index:07d}" for index in range(workload.count)]
+                content = attrs.evolve(workload, seed=(workload.seed + repeat) % 2**63)
+                written.extend(names)
+                try:
+                    samples.append(self._repeat(operation, content, names, shape))
+                except Exception as exc:
+                    errors.append(f"repeat {repeat + 1}: {target.describe_error(exc)}")
+                finally:
+                    deleted.update(name for name in names if name not in self._delete(names))
+        finally:
+            leftovers = self._delete([name for name in written if name not in deleted])
+            try:
+                backend.remove_prefix(prefix)
+            except FileNotFoundError:
+                pass
+            except Exception as exc:
+                leftovers.append(f"{prefix} ({target.describe_error(exc)})")
+        if leftovers:
+            warnings.append(
+                f"cleanup could not delete {len(leftovers)} item(s) under {prefix}: "
+                + ", ".join(leftovers[:5])
+                + (" ..." if len(leftovers) > 5 else "")
+                + ". Delete them by hand"
+            )
+        return Result(
+            operation=operation,
+            workload=workload,
+            url=target.url,
+            protocol=target.protocol,
+            streams=self.streams,
+            effective_streams=shape.effective_streams,
+            strategy=shape.strategy,
+            samples=tuple(samples),
+            errors=tuple(errors),
+            warnings=(*shape.warnings, *warnings),
+            environment=environment,
+        )
+
+    def _repeat(
+        self, operation: Operation, workload: Workload, names: list[str], shape: _Shape
+    ) -> Sample:
+        backend = self.target.backend
+        plan = shape.upload_plan(backend, workload, names, timed=operation == "upload")
+        if operation == "upload":
+            backend.fs.invalidate_cache()
+            timings = self._execute(plan)
+            self._check_moved(timings, workload)
+            return self._sample(timings)
+        self._execute(plan)  # untimed setup upload, same streams
+        del plan
+        backend.after_upload(names)
+        backend.fs.invalidate_cache()
+        plan, pieces = shape.download_plan(backend, workload, names)
+        timings = self._execute(plan)
+        self._check_moved(timings, workload)
+        if self.verify:
+            _verify(workload, pieces)
+        return self._sample(timings)
+
+    def _execute(self, plan: Plan) -> Timings:
+        backend = self.target.backend
+        try:
+            if backend.is_async:
+                return sync(  # type: ignore[no-any-return]
+                    backend.fs.loop, run_async, plan, self.streams, self.clock, self.timeout
+                )
+            return run_sync(plan, self.streams, self.clock)
+        except BaseException:
+            for hook in plan.on_failure:
+                try:
+                    if backend.is_async:
+                        sync(backend.fs.loop, hook)
+                    else:
+                        hook()
+                except Exception:  # noqa: S110 - the original error matters more
+                    pass
+            raise
+
+    @staticmethod
+    def _check_moved(timings: Timings, workload: Workload) -> None:
+        moved = int(timings.nbytes.sum())
+        if moved != workload.total_bytes:
+            raise OSError(f"moved {moved} bytes where the workload has {workload.total_bytes}")
+
+    @staticmethod
+    def _sample(timings: Timings) -> Sample:
+        return Sample(
+            nbytes=int(timings.nbytes.sum()),
+            elapsed_ns=int(timings.end_ns.max() - timings.start_ns.min()),
+            latencies_ns=timings.end_ns - timings.start_ns,
+            max_in_flight=timings.max_in_flight,
+        )
+
+    def _delete(self, names: Sequence[str]) -> list[str]:
+        """Delete ``names`` (untimed, ≤ streams at once); return those that remain."""
+        backend = self.target.backend
+        failed: list[str] = []
+
+        def tolerant(name: str) -> Any:
+            job = backend.delete(name)
+            if backend.is_async:
+
+                async def run_async_job() -> int:
+                    try:
+                        await job()
+                    except FileNotFoundError:
+                        pass
+                    except Exception as exc:
+                        failed.append(f"{name} ({self.target.describe_error(exc)})")
+                    return 0
+
+                return run_async_job
+
+            def run_sync_job() -> int:
+                try:
+                    job()
+                except FileNotFoundError:
+                    pass
+                except Exception as exc:
+                    failed.append(f"{name} ({self.target.describe_error(exc)})")
+                return 0
+
+            return run_sync_job
+
+        if names:
+            plan = Plan(phases=(tuple(tolerant(name) for name in names),))
+            try:
+                self._execute(plan)
+            except Exception as exc:
+                return [f"{name} ({self.target.describe_error(exc)})" for name in names]
+            backend.fs.invalidate_cache()
+        return failed
+
+
+@define
+class _Shape:
+    """How a workload is cut into requests for a backend and a stream count."""
+
+    split: bool
+    part_size: int
+    effective_streams: int
+    strategy: str
+    warnings: list[str]
+
+    @classmethod
+    def choose(
+        cls, backend: Backend, workload: Workload, streams: int, part_size: int | None
+    ) -> _Shape:
+        if workload.count > 1 or streams == 1:
+            effective = min(streams, workload.count)
+            return cls(
+                split=False,
+                part_size=workload.size,
+                effective_streams=effective,
+                strategy=f"objects: one request per object, {effective} at a time",
+                warnings=[]
+                if effective == streams
+                else [f"only {workload.count} objects: at most {effective} requests in flight"],
+            )
+        size = workload.size
+        if part_size is None:
+            part_size = max(backend.min_part_size, math.ceil(size / (4 * streams) / MiB) * MiB)
+            part_size = max(part_size, math.ceil(size / _MAX_PARTS))
+        elif part_size < backend.min_part_size:
+            raise ConfigurationError(
+                f"part_size {format_size(part_size)} is below this backend's minimum of "
+                f"{format_size(backend.min_part_size)}"
+            )
+        parts = math.ceil(size / part_size)
+        effective = min(streams, parts)
+        warnings = []
+        if effective < streams:
+            warnings.append(
+                f"one object of {format_size(size)} splits into only {parts} part(s) of "
+                f"{format_size(part_size)}: at most {effective} requests in flight"
+            )
+        strategy = (
+            f"one object in {parts} parts of {format_size(part_size)}, "
+            f"{effective} at a time"
+        )
+        return cls(
+            split=parts > 1,
+            part_size=part_size,
+            effective_streams=effective,
+            strategy=strategy,
+            warnings=warnings,
+        )
+
+    def upload_plan(
+        self, backend: Backend, workload: Workload, names: list[str], *, timed: bool = True
+    ) -> Plan:
+        if not self.split:
+            return Plan(
+                phases=(
+                    tuple(
+                        backend.put(name, workload.payload(index))
+                        for index, name in enumerate(names)
+                    ),
+                )
+            )
+        if not backend.splits_uploads:
+            if timed:
+                self._cannot_split(backend, "upload")
+            return Plan(phases=((backend.put(names[0], workload.payload(0)),),))
+        pieces = list(workload.pieces(0, self.part_size))
+        return backend.split_upload(names[0], workload.size, pieces)
+
+    def _cannot_split(self, backend: Backend, operation: str) -> None:
+        note = (
+            f"the {backend.name} backend cannot split one object's {operation}: it was sent as "
+            f"one request, so this {operation} is single-streamed whatever 'streams' says"
+        )
+        if note not in self.warnings:
+            self.warnings.append(note)
+        self.effective_streams = 1
+        self.strategy = f"one object in one request ({operation} cannot be split)"
+
+    def download_plan(
+        self, backend: Backend, workload: Workload, names: list[str]
+    ) -> tuple[Plan, list[tuple[int, int, list[Any], int]]]:
+        """The plan and where each piece lands: (object index, offset, output list, slot)."""
+        if self.split and not backend.reads_ranges:
+            self._cannot_split(backend, "download")
+        if not self.split or not backend.reads_ranges:
+            out: list[Any] = [None] * len(names)
+            jobs = tuple(backend.get(name, out, slot) for slot, name in enumerate(names))
+            return Plan(phases=(jobs,)), [(slot, 0, out, slot) for slot in range(len(names))]
+        ranges = [
+            (start, min(start + self.part_size, workload.size))
+            for start in range(0, workload.size, self.part_size)
+        ]
+        out = [None] * len(ranges)
+        jobs = tuple(
+            backend.get_range(names[0], start, end, out, slot)
+            for slot, (start, end) in enumerate(ranges)
+        )
+        return Plan(phases=(jobs,)), [(0, start, out, slot) for slot, (start, _) in enumerate(ranges)]
+
+
+def _verify(workload: Workload, pieces: list[tuple[int, int, list[Any], int]]) -> None:
+    """Raise OSError naming the first object whose bytes differ from the payload."""
+    lengths: dict[int, int] = {}
+    for index, offset, out, slot in pieces:
+        data = out[slot]
+        if data is None:
+            raise OSError(f"object {index}: no data was returned for offset {offset}")
+        lengths[index] = lengths.get(index, 0) + len(data)
+        bad = workload.mismatch(index, data, offset)
+        if bad is not None:
+            raise OSError(
+                f"verification failed: object {index} differs from what was written at byte {bad}"
+            )
+    for index, length in lengths.items():
+        if length != workload.size:
+            raise OSError(
+                f"verification failed: object {index} read back {length} bytes, "
+                f"wrote {workload.size}"
+            )

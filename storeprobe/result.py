@@ -1,0 +1,291 @@
+"""What happened: one probe's samples, figures derived from them, and their JSON form.
+
+Throughput of a sample is the payload bytes moved divided by its timed window (first
+request's start to last request's end), never a mean of per-request rates. The headline
+figures (``bytes_per_s``, ``kib_per_s``, ``mib_per_s``, ``mibit_per_s``) come from the
+best (fastest) repeat, as published comparisons do; the ``median_*`` figures are there
+too. All rates are 1024-based.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any, Literal
+
+import attrs
+import numpy as np
+from attrs import field, frozen
+
+from storeprobe.environment import Environment
+from storeprobe.errors import ResultFormatError
+from storeprobe.units import format_rate, kib_per_s, mib_per_s, mibit_per_s
+from storeprobe.workload import Workload
+
+__all__ = ["SCHEMA_VERSION", "Operation", "Result", "Sample", "dump_results", "load_results"]
+
+# Schema history (bump on any change to the document's shape):
+#   1 — 2026-11-30: first version: results with samples, errors, warnings, environment.
+SCHEMA_VERSION = 1
+_SCHEMA_NAME = "storeprobe.results"
+
+Operation = Literal["upload", "download"]
+OPERATIONS: tuple[Operation, ...] = ("upload", "download")
+
+
+def _int_array(value: Any) -> np.ndarray:
+    return np.asarray(value, dtype=np.int64).reshape(-1)
+
+
+@frozen(kw_only=True)
+class Sample:
+    """One repeat: payload bytes moved, the timed window in ns, and per-request latencies."""
+
+    nbytes: int
+    elapsed_ns: int
+    latencies_ns: np.ndarray = field(
+        converter=_int_array, eq=attrs.cmp_using(eq=np.array_equal), hash=False
+    )
+    max_in_flight: int = 0
+
+    @property
+    def seconds(self) -> float:
+        """The timed window in seconds."""
+        return self.elapsed_ns / 1e9
+
+    @property
+    def bytes_per_s(self) -> float:
+        """Payload bytes per second over the window (inf for a zero-length window)."""
+        return self.nbytes * 1e9 / self.elapsed_ns if self.elapsed_ns > 0 else float("inf")
+
+    @property
+    def requests(self) -> int:
+        """Number of requests timed in this repeat."""
+        return int(self.latencies_ns.size)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; latencies as a list of int nanoseconds."""
+        return {
+            "nbytes": self.nbytes,
+            "elapsed_ns": self.elapsed_ns,
+            "latencies_ns": self.latencies_ns.tolist(),
+            "max_in_flight": self.max_in_flight,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Sample:
+        """Inverse of :meth:`to_dict`."""
+        return cls(**data)
+
+
+@frozen(kw_only=True)
+class Result:
+    """The outcome of one probe: one operation of one workload on one target.
+
+    ``streams`` is what was asked; ``effective_streams`` the most requests the probe
+    could keep in flight, and ``strategy`` says how (for example whether one object was
+    split into parts). ``samples`` has one entry per successful repeat; ``errors`` one
+    line per failed repeat; ``warnings`` say what to check or do next.
+    """
+
+    operation: Operation
+    workload: Workload
+    url: str
+    protocol: str
+    streams: int
+    effective_streams: int
+    strategy: str
+    samples: tuple[Sample, ...] = field(converter=tuple)
+    errors: tuple[str, ...] = field(default=(), converter=tuple)
+    warnings: tuple[str, ...] = field(default=(), converter=tuple)
+    environment: Environment
+
+    # -- identity -----------------------------------------------------------------
+    @property
+    def probe(self) -> str:
+        """``"upload small"``, ``"download 10 × 1 MiB"``: operation and workload."""
+        return f"{self.operation} {self.workload.label}"
+
+    @property
+    def ok(self) -> bool:
+        """True when every repeat succeeded."""
+        return not self.errors and bool(self.samples)
+
+    # -- figures --------------------------------------------------------------------
+    def _elapsed(self) -> np.ndarray:
+        return np.array([sample.elapsed_ns for sample in self.samples], dtype=np.int64)
+
+    def _best(self) -> Sample:
+        if not self.samples:
+            raise ValueError(f"{self.probe} on {self.url} has no successful sample")
+        return min(self.samples, key=lambda sample: sample.elapsed_ns)
+
+    @property
+    def best_seconds(self) -> float:
+        """The shortest timed window among the repeats, in seconds."""
+        return self._best().seconds
+
+    @property
+    def median_seconds(self) -> float:
+        """The median timed window over the repeats, in seconds."""
+        if not self.samples:
+            raise ValueError(f"{self.probe} on {self.url} has no successful sample")
+        return float(np.median(self._elapsed())) / 1e9
+
+    @property
+    def bytes_per_s(self) -> float:
+        """Throughput of the best repeat in bytes per second."""
+        return self._best().bytes_per_s
+
+    @property
+    def median_bytes_per_s(self) -> float:
+        """Payload bytes ÷ median window, in bytes per second."""
+        return self.workload.total_bytes / self.median_seconds
+
+    @property
+    def kib_per_s(self) -> float:
+        """Best-repeat throughput in KiB/s (B/s ÷ 1024)."""
+        return kib_per_s(self.bytes_per_s)
+
+    @property
+    def mib_per_s(self) -> float:
+        """Best-repeat throughput in MiB/s (B/s ÷ 1024²)."""
+        return mib_per_s(self.bytes_per_s)
+
+    @property
+    def mibit_per_s(self) -> float:
+        """Best-repeat throughput in Mibit/s (8 · B/s ÷ 1024²)."""
+        return mibit_per_s(self.bytes_per_s)
+
+    @property
+    def median_kib_per_s(self) -> float:
+        """Median-repeat throughput in KiB/s."""
+        return kib_per_s(self.median_bytes_per_s)
+
+    @property
+    def median_mib_per_s(self) -> float:
+        """Median-repeat throughput in MiB/s."""
+        return mib_per_s(self.median_bytes_per_s)
+
+    @property
+    def median_mibit_per_s(self) -> float:
+        """Median-repeat throughput in Mibit/s."""
+        return mibit_per_s(self.median_bytes_per_s)
+
+    @property
+    def objects_per_s(self) -> float:
+        """Objects moved per second in the best repeat."""
+        return self.workload.count / self.best_seconds
+
+    @property
+    def rate_unit(self) -> str:
+        """The unit people publish this workload in: KiB/s below 1 MiB per object, else MiB/s."""
+        return "KiB/s" if self.workload.size < 1024 * 1024 else "MiB/s"
+
+    # -- text -------------------------------------------------------------------------
+    def __str__(self) -> str:
+        head = (
+            f"{self.operation} {self.workload.describe()} {self.url}, "
+            f"{self.streams} stream{'s' if self.streams != 1 else ''}"
+        )
+        if self.effective_streams != self.streams:
+            head += f" ({self.effective_streams} effective)"
+        if not self.samples:
+            return f"{head}: failed ({len(self.errors)} errors: {self.errors[0] if self.errors else ''})"
+        text = (
+            f"{head}: {format_rate(self.bytes_per_s, self.rate_unit)} best of "
+            f"{len(self.samples)} (median {format_rate(self.median_bytes_per_s, self.rate_unit)}, "
+            f"{self.best_seconds:.3f} s)"
+        )
+        if self.errors:
+            text += f", {len(self.errors)} failed repeat{'s' if len(self.errors) != 1 else ''}"
+        return text
+
+    def __repr__(self) -> str:
+        figure = f"{self.kib_per_s:.2f} KiB/s" if self.samples else "no samples"
+        return (
+            f"<Result {self.probe} {self.url} streams={self.streams} {figure} "
+            f"n={len(self.samples)} errors={len(self.errors)}>"
+        )
+
+    # -- serialisation ----------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field (no secrets: the URL is already redacted)."""
+        return {
+            "operation": self.operation,
+            "workload": self.workload.to_dict(),
+            "url": self.url,
+            "protocol": self.protocol,
+            "streams": self.streams,
+            "effective_streams": self.effective_streams,
+            "strategy": self.strategy,
+            "samples": [sample.to_dict() for sample in self.samples],
+            "errors": list(self.errors),
+            "warnings": list(self.warnings),
+            "environment": self.environment.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        """Inverse of :meth:`to_dict`; raises :class:`ResultFormatError` if malformed."""
+        try:
+            return cls(
+                operation=data["operation"],
+                workload=Workload.from_dict(data["workload"]),
+                url=data["url"],
+                protocol=data["protocol"],
+                streams=data["streams"],
+                effective_streams=data["effective_streams"],
+                strategy=data["strategy"],
+                samples=tuple(Sample.from_dict(sample) for sample in data["samples"]),
+                errors=tuple(data["errors"]),
+                warnings=tuple(data["warnings"]),
+                environment=Environment.from_dict(data["environment"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ResultFormatError(f"malformed result record: {exc!r}") from exc
+
+    def to_json(self) -> str:
+        """This result alone as a versioned JSON document (see :func:`dump_results`)."""
+        return dump_results([self])
+
+    @classmethod
+    def from_json(cls, text: str) -> Result:
+        """Load a document holding exactly one result."""
+        results = load_results(text)
+        if len(results) != 1:
+            raise ResultFormatError(f"expected one result, the document holds {len(results)}")
+        return results[0]
+
+
+def dump_results(results: Iterable[Result]) -> str:
+    """A versioned JSON document holding ``results``."""
+    from storeprobe import __version__
+
+    document = {
+        "schema": _SCHEMA_NAME,
+        "version": SCHEMA_VERSION,
+        "storeprobe": __version__,
+        "results": [result.to_dict() for result in results],
+    }
+    return json.dumps(document, indent=1, allow_nan=False)
+
+
+def load_results(text: str) -> list[Result]:
+    """Parse a document written by :func:`dump_results`; unknown versions are refused."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultFormatError(f"not a storeprobe results document (bad JSON: {exc})") from None
+    if not isinstance(document, dict) or document.get("schema") != _SCHEMA_NAME:
+        raise ResultFormatError("not a storeprobe results document (no 'schema' field)")
+    version = document.get("version")
+    if version != SCHEMA_VERSION:
+        raise ResultFormatError(
+            f"results schema version {version!r} is not supported by this storeprobe "
+            f"(it reads version {SCHEMA_VERSION}): upgrade storeprobe or re-run the probe"
+        )
+    records = document.get("results")
+    if not isinstance(records, list):
+        raise ResultFormatError("results document has no 'results' list")
+    return [Result.from_dict(record) for record in records]

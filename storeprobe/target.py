@@ -1,0 +1,193 @@
+"""Where to probe: an fsspec filesystem, a root path, and everything that keeps it safe.
+
+A :class:`Target` owns
+
+- the run prefix ``<root>/storeprobe-<utc>-<random>``, fresh for every probe run;
+- the switches that keep fsspec's caches out of a measurement (a new filesystem
+  instance, no listings cache);
+- redaction: the URL and options it shows never carry a secret, and backend errors are
+  scrubbed of secret values before they are stored or raised;
+- translation of backend errors into storeprobe's :mod:`~storeprobe.errors` tree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+import fsspec
+from attrs import define, field
+from fsspec.core import split_protocol, url_to_fs
+from fsspec.registry import known_implementations
+
+from storeprobe.backends import Backend, backend_for
+from storeprobe.errors import (
+    ConfigurationError,
+    MissingDependencyError,
+    StoreProbeError,
+    TargetError,
+    TargetNotFoundError,
+    TargetPermissionError,
+    TargetUnreachableError,
+)
+from storeprobe.redaction import redact_options, redact_url, scrub, scrub_patterns, secret_values
+
+__all__ = ["EXTRAS", "Target"]
+
+#: The storeprobe extra that installs the fsspec implementation of each protocol.
+EXTRAS: dict[str, str] = {
+    "s3": "s3",
+    "s3a": "s3",
+    "gs": "gcs",
+    "gcs": "gcs",
+    "abfs": "azure",
+    "abfss": "azure",
+    "az": "azure",
+    "adl": "azure",
+    "sftp": "ssh",
+    "ssh": "ssh",
+}
+# protocols whose filesystems take a listings-cache switch
+_LISTING_CACHED = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "http", "https"})
+_UNREACHABLE_NAMES = frozenset(
+    {
+        "EndpointConnectionError",
+        "ConnectTimeoutError",
+        "ReadTimeoutError",
+        "ClientConnectorError",
+        "ClientConnectionError",
+        "ServerDisconnectedError",
+        "ConnectionClosedError",
+        "gaierror",
+    }
+)
+_PERMISSION_CODES = ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "Forbidden")
+
+
+def _protocol_of(fs: fsspec.AbstractFileSystem) -> str:
+    protocol = fs.protocol
+    return str(protocol[0] if isinstance(protocol, tuple | list) else protocol)
+
+
+@define
+class Target:
+    """An fsspec filesystem and the root path under which a probe may write.
+
+    Build it from a filesystem instance (``Target(fs, "bucket/dir")``) or from a URL
+    (``Target.from_url("s3://bucket/dir", storage_options={...})``). The root itself is
+    never written to: each run makes its own prefix below it.
+    """
+
+    fs: fsspec.AbstractFileSystem
+    root: str = field()
+    url: str = field(default="")
+    options: dict[str, Any] = field(factory=dict)
+    _secrets: tuple[str, ...] = field(factory=tuple, repr=False)
+    backend: Backend = field(init=False, repr=False)
+
+    @root.validator
+    def _check_root(self, _: Any, value: str) -> None:
+        if not isinstance(value, str):
+            raise ConfigurationError(f"path must be a str, not {type(value).__name__}")
+        if "://" in value:
+            raise ConfigurationError(
+                f"path {redact_url(value)!r} contains a scheme: pass the path alone with a "
+                "filesystem, or use Probe.from_url(url, storage_options=...)"
+            )
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.fs, fsspec.AbstractFileSystem):
+            raise ConfigurationError(
+                f"fs must be an fsspec AbstractFileSystem, not {type(self.fs).__name__}"
+            )
+        self.root = self.fs._strip_protocol(self.root).rstrip("/") if self.root else ""
+        if not self.url:
+            self.url = f"{self.protocol}://{self.root}"
+        self.backend = backend_for(self.fs)
+
+    @classmethod
+    def from_url(cls, url: str, storage_options: Mapping[str, Any] | None = None) -> Target:
+        """Open ``url`` with fsspec (``url_to_fs``), caches off, errors made clear.
+
+        A missing fsspec implementation raises :class:`MissingDependencyError` naming the
+        extra to install (``pip install 'storeprobe[s3]'``).
+        """
+        if not isinstance(url, str) or not url:
+            raise ConfigurationError(f"url must be a non-empty str, not {url!r}")
+        options = dict(storage_options or {})
+        secret_list = secret_values(options)
+        protocol = split_protocol(url)[0] or "file"
+        if protocol not in known_implementations and protocol not in fsspec.available_protocols():
+            raise ConfigurationError(
+                f"unknown protocol {protocol!r} in {redact_url(url)!r}: use one fsspec knows, "
+                "such as file, memory, s3, gs, abfs or sftp"
+            )
+        kwargs = {"skip_instance_cache": True, **options}
+        if protocol in _LISTING_CACHED:
+            kwargs.setdefault("use_listings_cache", False)
+        try:
+            fs, path = url_to_fs(url, **kwargs)
+        except ImportError as exc:
+            extra = EXTRAS.get(protocol)
+            fix = (
+                f"pip install 'storeprobe[{extra}]'"
+                if extra
+                else f"install the fsspec implementation for {protocol!r}"
+            )
+            raise MissingDependencyError(
+                f"protocol {protocol!r} needs a package that is not installed: {fix}"
+            ) from None
+        except (TypeError, ValueError) as exc:
+            message = scrub_patterns(scrub(str(exc), secret_list))
+            raise ConfigurationError(
+                f"cannot open {redact_url(url)!r} with these storage_options: {message}"
+            ) from None
+        return cls(
+            fs,
+            path,
+            url=redact_url(url) if "://" in url else f"{fs.protocol[0] if isinstance(fs.protocol, tuple) else fs.protocol}://{path}",
+            options=redact_options(options),
+            secrets=secret_list,
+        )
+
+    @property
+    def protocol(self) -> str:
+        """The filesystem's first protocol name (``"s3"``, ``"file"``, ``"memory"``...)."""
+        return _protocol_of(self.fs)
+
+    def new_prefix(self, now: dt.datetime | None = None) -> str:
+        """A fresh run prefix: ``<root>/storeprobe-<YYYYmmddTHHMMSSZ>-<16 hex digits>``."""
+        now = now or dt.datetime.now(dt.UTC)
+        name = f"storeprobe-{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(8)}"
+        return f"{self.root}/{name}" if self.root else name
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every secret value of this target replaced by ***."""
+        return scrub_patterns(scrub(text, self._secrets))
+
+    def describe_error(self, exc: BaseException) -> str:
+        """One line naming the error type and its scrubbed message."""
+        message = self.scrub(str(exc)) or "(no message)"
+        return f"{type(exc).__name__}: {message}"
+
+    def translate(self, exc: BaseException, action: str) -> StoreProbeError:
+        """Map a backend exception to a :class:`TargetError` subclass, secrets scrubbed."""
+        if isinstance(exc, StoreProbeError):
+            return exc
+        text = f"{action} on {self.url}: {self.describe_error(exc)}"
+        names = {klass.__name__ for klass in type(exc).__mro__}
+        if isinstance(exc, FileNotFoundError):
+            return TargetNotFoundError(f"{text}. Check the bucket, container or path exists")
+        if isinstance(exc, PermissionError) or any(code in str(exc) for code in _PERMISSION_CODES):
+            return TargetPermissionError(f"{text}. Check the credentials and their permissions")
+        if (
+            isinstance(exc, ConnectionError | TimeoutError | asyncio.TimeoutError)
+            or names & _UNREACHABLE_NAMES
+        ):
+            return TargetUnreachableError(
+                f"{text}. Check the endpoint address, that the server runs, and the network"
+            )
+        return TargetError(text)

@@ -1,0 +1,163 @@
+"""The timing engine: run planned requests with at most N in flight and time each one.
+
+A :class:`Plan` is a list of phases run one after the other (an S3 multipart upload is
+create → parts → complete); each phase is a list of jobs, and each job performs exactly
+one request and returns the payload bytes it moved. The engine starts at most
+``streams`` jobs at once, records ``(start_ns, end_ns, nbytes)`` for every job from an
+injectable nanosecond clock, and stops launching new jobs after the first failure.
+
+Jobs of an asynchronous fsspec filesystem are coroutine functions driven on the
+filesystem's own event loop; jobs of a synchronous filesystem are plain callables
+driven by a thread pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+from attrs import field, frozen
+
+__all__ = ["AsyncJob", "Clock", "Plan", "SyncJob", "Timings", "run_async", "run_sync"]
+
+Clock = Callable[[], int]
+AsyncJob = Callable[[], Awaitable[int]]
+SyncJob = Callable[[], int]
+
+
+@frozen(kw_only=True)
+class Plan:
+    """Phases of jobs for one timed window; ``on_failure`` runs (untimed) after an error."""
+
+    phases: tuple[tuple[Any, ...], ...]
+    on_failure: tuple[Callable[[], Any], ...] = ()
+
+    @property
+    def requests(self) -> int:
+        """Number of requests the plan makes."""
+        return sum(len(phase) for phase in self.phases)
+
+
+@frozen(kw_only=True)
+class Timings:
+    """Start, end (clock nanoseconds) and payload bytes of every request, in completion order."""
+
+    start_ns: np.ndarray = field(eq=False)
+    end_ns: np.ndarray = field(eq=False)
+    nbytes: np.ndarray = field(eq=False)
+    max_in_flight: int
+
+    @classmethod
+    def from_records(cls, records: Sequence[tuple[int, int, int]], max_in_flight: int) -> Timings:
+        array = np.asarray(records, dtype=np.int64).reshape(-1, 3)
+        return cls(
+            start_ns=array[:, 0].copy(),
+            end_ns=array[:, 1].copy(),
+            nbytes=array[:, 2].copy(),
+            max_in_flight=max_in_flight,
+        )
+
+
+class _Tracker:
+    """Records request timings and the largest number of requests in flight at once."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.records: list[tuple[int, int, int]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.lock = threading.Lock()
+
+    def begin(self) -> int:
+        with self.lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        return self.clock()
+
+    def end(self, start: int, nbytes: int) -> None:
+        end = self.clock()
+        with self.lock:
+            self.in_flight -= 1
+            self.records.append((start, end, nbytes))
+
+    def abandon(self) -> None:
+        with self.lock:
+            self.in_flight -= 1
+
+
+async def _run_phase_async(
+    jobs: Sequence[AsyncJob], streams: int, tracker: _Tracker, timeout: float | None
+) -> None:
+    queue: Iterator[AsyncJob] = iter(jobs)
+
+    async def worker() -> None:
+        for job in queue:
+            start = tracker.begin()
+            try:
+                nbytes = await asyncio.wait_for(job(), timeout)
+            except BaseException:
+                tracker.abandon()
+                raise
+            tracker.end(start, nbytes)
+
+    tasks = [asyncio.ensure_future(worker()) for _ in range(min(streams, len(jobs)))]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+async def run_async(
+    plan: Plan, streams: int, clock: Clock, timeout: float | None = None
+) -> Timings:
+    """Run ``plan`` (coroutine jobs) on the running loop with ≤ ``streams`` in flight."""
+    tracker = _Tracker(clock)
+    for phase in plan.phases:
+        await _run_phase_async(phase, streams, tracker, timeout)
+    return Timings.from_records(tracker.records, tracker.max_in_flight)
+
+
+def _run_phase_sync(jobs: Sequence[SyncJob], streams: int, tracker: _Tracker) -> None:
+    queue = iter(jobs)
+    queue_lock = threading.Lock()
+    failed = threading.Event()
+
+    def worker() -> None:
+        while not failed.is_set():
+            with queue_lock:
+                job = next(queue, None)
+            if job is None:
+                return
+            start = tracker.begin()
+            try:
+                nbytes = job()
+            except BaseException:
+                tracker.abandon()
+                failed.set()
+                raise
+            tracker.end(start, nbytes)
+
+    workers = min(streams, len(jobs))
+    if workers == 1:
+        worker()
+        return
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="storeprobe") as pool:
+        futures = [pool.submit(worker) for _ in range(workers)]
+    errors = [future.exception() for future in futures if future.exception() is not None]
+    if errors:
+        raise errors[0]  # type: ignore[misc]
+
+
+def run_sync(plan: Plan, streams: int, clock: Clock) -> Timings:
+    """Run ``plan`` (plain callables) in a thread pool with ≤ ``streams`` in flight."""
+    tracker = _Tracker(clock)
+    for phase in plan.phases:
+        _run_phase_sync(phase, streams, tracker)
+    return Timings.from_records(tracker.records, tracker.max_in_flight)

@@ -1,0 +1,118 @@
+"""Units: the one place that parses sizes and formats sizes and rates.
+
+Sizes are parsed strictly. Binary units are powers of 1024 (``KiB``, ``MiB``, ``GiB``,
+``TiB``), decimal units powers of 1000 (``kB``, ``MB``, ``GB``, ``TB``). ``KB``, ``K``,
+``M``, fractions and spaces are refused, because people mean different things by them.
+
+Rates are always reported in 1024-based units: KiB/s = B/s ÷ 1024, MiB/s = B/s ÷ 1024²,
+Mibit/s = 8 · B/s ÷ 1024².
+"""
+
+from __future__ import annotations
+
+import re
+
+from storeprobe.errors import UnitError
+
+__all__ = [
+    "KiB",
+    "MiB",
+    "GiB",
+    "format_rate",
+    "format_size",
+    "kib_per_s",
+    "mib_per_s",
+    "mibit_per_s",
+    "parse_size",
+]
+
+KiB = 1024
+MiB = 1024**2
+GiB = 1024**3
+TiB = 1024**4
+
+_MULTIPLIERS: dict[str, int] = {
+    "": 1,
+    "B": 1,
+    "KiB": KiB,
+    "MiB": MiB,
+    "GiB": GiB,
+    "TiB": TiB,
+    "kB": 1000,
+    "MB": 1000**2,
+    "GB": 1000**3,
+    "TB": 1000**4,
+}
+_SIZE = re.compile(r"(?P<number>[0-9]+)(?P<unit>[A-Za-z]*)")
+
+
+def parse_size(text: str | int) -> int:
+    """Return the number of bytes in ``text`` (``"16KiB"`` → 16384, ``"16kB"`` → 16000).
+
+    An ``int`` is taken as bytes. Raises :class:`UnitError` for anything malformed or
+    ambiguous, with the accepted forms in the message.
+    """
+    if isinstance(text, bool):
+        raise UnitError(f"size must be an int of bytes or a string like '16KiB', not {text!r}")
+    if isinstance(text, int):
+        return text
+    if not isinstance(text, str):
+        raise UnitError(
+            f"size must be an int of bytes or a string like '16KiB', not {type(text).__name__}"
+        )
+    match = _SIZE.fullmatch(text)
+    hint = (
+        "write an integer and a unit with no space: B, KiB, MiB, GiB, TiB (1024-based) "
+        "or kB, MB, GB, TB (1000-based), e.g. '16KiB' or '256MiB'"
+    )
+    if match is None:
+        raise UnitError(f"cannot parse size {text!r}: {hint}")
+    unit = match["unit"]
+    if unit not in _MULTIPLIERS:
+        if unit.upper() in {"K", "KB", "M", "G", "T"} or unit.lower() in {"kb", "mb", "gb", "tb"}:
+            raise UnitError(
+                f"size {text!r} is ambiguous: say 'KiB'/'MiB'/'GiB' for 1024-based "
+                f"or 'kB'/'MB'/'GB' for 1000-based units"
+            )
+        raise UnitError(f"unknown unit {unit!r} in size {text!r}: {hint}")
+    return int(match["number"]) * _MULTIPLIERS[unit]
+
+
+def kib_per_s(bytes_per_s: float) -> float:
+    """Convert bytes per second to KiB/s (÷ 1024)."""
+    return bytes_per_s / KiB
+
+
+def mib_per_s(bytes_per_s: float) -> float:
+    """Convert bytes per second to MiB/s (÷ 1024²)."""
+    return bytes_per_s / MiB
+
+
+def mibit_per_s(bytes_per_s: float) -> float:
+    """Convert bytes per second to Mibit/s (8 · B/s ÷ 1024²)."""
+    return 8 * bytes_per_s / MiB
+
+
+def format_size(nbytes: int) -> str:
+    """Format a byte count exactly when it is a whole number of a binary unit.
+
+    ``16384`` → ``"16 KiB"``, ``268435456`` → ``"256 MiB"``, ``1000`` → ``"1000 B"``.
+    """
+    for unit, factor in (("TiB", TiB), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if nbytes >= factor and nbytes % factor == 0:
+            return f"{nbytes // factor} {unit}"
+    return f"{nbytes} B"
+
+
+def format_rate(bytes_per_s: float, unit: str = "auto") -> str:
+    """Format a rate with two decimals in a 1024-based unit.
+
+    ``unit`` is ``"KiB/s"``, ``"MiB/s"``, ``"Mibit/s"`` or ``"auto"`` (MiB/s from 1 MiB/s up,
+    otherwise KiB/s).
+    """
+    if unit == "auto":
+        unit = "MiB/s" if bytes_per_s >= MiB else "KiB/s"
+    converters = {"KiB/s": kib_per_s, "MiB/s": mib_per_s, "Mibit/s": mibit_per_s}
+    if unit not in converters:
+        raise UnitError(f"unknown rate unit {unit!r}: use one of {', '.join(converters)}")
+    return f"{converters[unit](bytes_per_s):.2f} {unit}"

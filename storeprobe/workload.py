@@ -1,0 +1,195 @@
+"""What to transfer: a number of objects of one size, with reproducible payloads.
+
+A payload is generated from ``(seed, index)`` with numpy's SFC64 generator, one
+1 MiB generation block at a time (block ``b`` of object ``i`` is seeded by
+``(seed, i, b)``). The bytes are therefore
+
+- incompressible (uniformly random),
+- unique per object and per 4 KiB-aligned block (collisions have probability ~2⁻³²⁷⁶⁸),
+- reproducible: the same workload regenerates the same bytes, so a download is
+  verified without keeping a copy,
+- generated in pieces, so an object larger than memory can be produced part by part.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import numpy as np
+from attrs import field, frozen
+
+from storeprobe.errors import ConfigurationError
+from storeprobe.units import KiB, MiB, TiB, format_size, parse_size
+
+__all__ = ["GENERATION_BLOCK", "MAX_COUNT", "MAX_SIZE", "Workload"]
+
+#: Size of one independently seeded generation block, in bytes.
+GENERATION_BLOCK = 1 * MiB
+#: Largest object count a workload accepts.
+MAX_COUNT = 10_000_000
+#: Largest object size a workload accepts (the S3 object limit), in bytes.
+MAX_SIZE = 5 * TiB
+_DOMAIN = 0x5707E9B0  # separates storeprobe payload streams from other uses of the seed
+_SPEC = re.compile(r"(?P<count>[0-9]+)x(?P<size>\S+)")
+
+
+def _positive_count(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigurationError(f"{attribute.name} must be an int, not {value!r}")
+    if not 1 <= value <= MAX_COUNT:
+        raise ConfigurationError(
+            f"{attribute.name} must be between 1 and {MAX_COUNT:,}, not {value:,}"
+        )
+
+
+def _positive_size(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if not 1 <= value <= MAX_SIZE:
+        raise ConfigurationError(
+            f"size must be between 1 byte and {format_size(MAX_SIZE)}, not {value:,} bytes"
+        )
+
+
+def _valid_seed(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+        raise ConfigurationError(f"seed must be an int in [0, 2**63), not {value!r}")
+
+
+def _valid_name(_: object, attribute: attrs.Attribute[str | None], value: str | None) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str) or not value or not value.isprintable() or len(value) > 64:
+        raise ConfigurationError(
+            f"workload name must be 1-64 printable characters, not {value!r}"
+        )
+
+
+@frozen(kw_only=True)
+class Workload:
+    """``count`` unique objects of ``size`` bytes each, reproducible from ``seed``.
+
+    ``size`` takes bytes as an int or a string such as ``"16KiB"`` (binary units exact,
+    decimal units like ``"16kB"`` = 16 000 bytes exact; ambiguous forms are refused).
+    """
+
+    count: int = field(validator=_positive_count)
+    size: int = field(converter=parse_size, validator=_positive_size)
+    seed: int = field(default=0, validator=_valid_seed)
+    name: str | None = field(default=None, validator=_valid_name)
+
+    @classmethod
+    def small(cls, *, seed: int = 0) -> Workload:
+        """256 objects of 16 KiB (4 MiB in all): the many-small-files probe."""
+        return cls(count=256, size=16 * KiB, seed=seed, name="small")
+
+    @classmethod
+    def large(cls, *, seed: int = 0) -> Workload:
+        """One object of 256 MiB: the one-big-file probe."""
+        return cls(count=1, size=256 * MiB, seed=seed, name="large")
+
+    @classmethod
+    def parse(cls, spec: str, *, seed: int = 0) -> Workload:
+        """Build a workload from ``"small"``, ``"large"`` or ``"COUNTxSIZE"`` (``"10x1MiB"``)."""
+        if spec == "small":
+            return cls.small(seed=seed)
+        if spec == "large":
+            return cls.large(seed=seed)
+        match = _SPEC.fullmatch(spec)
+        if match is None:
+            raise ConfigurationError(
+                f"cannot parse workload {spec!r}: use 'small', 'large' or COUNTxSIZE "
+                "such as '256x16KiB'"
+            )
+        return cls(count=int(match["count"]), size=match["size"], seed=seed)
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes in the whole workload: ``count × size``."""
+        return self.count * self.size
+
+    @property
+    def label(self) -> str:
+        """The name if given, else ``"COUNT × SIZE"``."""
+        return self.name or f"{self.count} × {format_size(self.size)}"
+
+    def describe(self) -> str:
+        """``"small (256 × 16 KiB)"``: the label and the shape."""
+        shape = f"{self.count} × {format_size(self.size)}"
+        return shape if self.name is None else f"{self.name} ({shape})"
+
+    # -- payloads -------------------------------------------------------------------
+
+    def _check_index(self, index: int) -> None:
+        if not 0 <= index < self.count:
+            raise ConfigurationError(f"object index {index} outside 0..{self.count - 1}")
+
+    def fill(self, index: int, start: int, out: memoryview | bytearray) -> None:
+        """Write bytes ``[start, start + len(out))`` of object ``index`` into ``out``."""
+        self._check_index(index)
+        view = memoryview(out).cast("B")
+        stop = start + len(view)
+        if start < 0 or stop > self.size:
+            raise ConfigurationError(
+                f"byte range [{start}, {stop}) outside object of {self.size} bytes"
+            )
+        target = np.frombuffer(view, dtype=np.uint8)
+        position = start
+        while position < stop:
+            block, offset = divmod(position, GENERATION_BLOCK)
+            take = min(GENERATION_BLOCK - offset, stop - position)
+            words = -(-(offset + take) // 8)
+            generator = np.random.SFC64(np.random.SeedSequence([_DOMAIN, self.seed, index, block]))
+            raw = generator.random_raw(words).view(np.uint8)
+            target[position - start : position - start + take] = raw[offset : offset + take]
+            position += take
+
+    def payload(self, index: int, start: int = 0, stop: int | None = None) -> bytearray:
+        """Bytes ``[start, stop)`` of object ``index`` (default: the whole object)."""
+        stop = self.size if stop is None else stop
+        out = bytearray(max(stop - start, 0))
+        self.fill(index, start, out)
+        return out
+
+    def pieces(self, index: int, piece_size: int) -> Iterator[tuple[int, bytearray]]:
+        """Yield ``(offset, bytes)`` pieces of object ``index``, each at most ``piece_size``."""
+        if piece_size < 1:
+            raise ConfigurationError(f"piece_size must be positive, not {piece_size}")
+        for offset in range(0, self.size, piece_size):
+            yield offset, self.payload(index, offset, min(offset + piece_size, self.size))
+
+    def mismatch(
+        self, index: int, data: bytes | bytearray | memoryview, start: int = 0
+    ) -> int | None:
+        """Offset of the first byte where ``data`` differs from the payload, or None.
+
+        ``data`` is compared with bytes ``[start, start + len(data))`` of object
+        ``index``. Bytes past the end of the object differ at ``size``. A whole-object
+        check must also compare lengths (``len(data) == size``).
+        """
+        view = memoryview(data).cast("B")
+        limit = max(min(len(view), self.size - start), 0)
+        step = 4 * GENERATION_BLOCK
+        for offset in range(0, limit, step):
+            take = min(step, limit - offset)
+            expected = self.payload(index, start + offset, start + offset + take)
+            got = np.frombuffer(view[offset : offset + take], dtype=np.uint8)
+            want = np.frombuffer(expected, dtype=np.uint8)
+            if not np.array_equal(got, want):
+                return start + offset + int(np.argmax(got != want))
+        if start + len(view) > self.size:
+            return self.size
+        return None
+
+    # -- serialisation --------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: count, size in bytes, seed, name."""
+        return {"count": self.count, "size": self.size, "seed": self.seed, "name": self.name}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Workload:
+        """Inverse of :meth:`to_dict`."""
+        return cls(count=data["count"], size=data["size"], seed=data["seed"], name=data["name"])
+
