@@ -19,6 +19,7 @@ backend            one object, upload             one object, download         b
 from __future__ import annotations
 
 import inspect
+import io
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -28,7 +29,8 @@ from fsspec.asyn import AsyncFileSystem
 
 from storeprobe.errors import TargetNotFoundError
 from storeprobe.transfer import Plan
-from storeprobe.units import MiB
+from storeprobe.units import GiB, MiB
+from storeprobe.workload import Workload
 
 __all__ = ["AsyncBackend", "Backend", "LocalBackend", "S3Backend", "SyncBackend", "backend_for"]
 
@@ -47,6 +49,8 @@ class Backend:
     reads_ranges = True
     #: Smallest part of a split upload, in bytes (except the last part).
     min_part_size = 1
+    #: Largest object sent in one request; larger ones are split even at one stream.
+    max_single_put: int | None = None
 
     def __init__(self, fs: fsspec.AbstractFileSystem) -> None:
         self.fs = fs
@@ -77,6 +81,10 @@ class Backend:
         """A warning for the Result when a download might be served from a cache."""
         return None
 
+    def body(self, workload: Workload, index: int, start: int = 0, stop: int | None = None) -> Any:
+        """Bytes ``[start, stop)`` of object ``index`` in the form ``put`` sends best."""
+        return workload.payload(index, start, stop)
+
     # --- one request each ---------------------------------------------------------
     def put(self, path: str, data: Buffer) -> Any:
         raise NotImplementedError
@@ -90,7 +98,7 @@ class Backend:
     def delete(self, path: str) -> Any:
         raise NotImplementedError
 
-    def split_upload(self, path: str, size: int, parts: Sequence[tuple[int, Buffer]]) -> Plan:
+    def split_upload(self, path: str, size: int, parts: Sequence[tuple[int, Any]]) -> Plan:
         raise NotImplementedError
 
 
@@ -146,16 +154,19 @@ class S3Backend(AsyncBackend):
     name = "s3"
     splits_uploads = True
     min_part_size = 5 * MiB
+    max_single_put = 5 * GiB
 
     def check_root(self, root: str) -> None:
         bucket = root.split("/", 1)[0]
         if not bucket:
             raise TargetNotFoundError("an S3 target needs a bucket: use s3://BUCKET[/PREFIX]")
-        if not self.fs.exists(bucket):
+        try:
+            self.fs.info(bucket)
+        except FileNotFoundError:
             raise TargetNotFoundError(
                 f"bucket {bucket!r} does not exist or is not visible with these credentials: "
                 "create it or choose another"
-            )
+            ) from None
 
     def make_prefix(self, prefix: str) -> None:
         return None
@@ -163,12 +174,25 @@ class S3Backend(AsyncBackend):
     def remove_prefix(self, prefix: str) -> None:
         self.fs.invalidate_cache()
 
-    def put(self, path: str, data: Buffer) -> Callable[[], Any]:
+    def body(self, workload: Workload, index: int, start: int = 0, stop: int | None = None) -> Any:
+        """A BytesIO filled in place: aiohttp streams it in chunks instead of one huge write."""
+        stop = workload.size if stop is None else stop
+        body = io.BytesIO(bytes(stop - start))
+        with body.getbuffer() as view:
+            workload.fill(index, start, view)
+        return body
+
+    def put(self, path: str, data: Any) -> Callable[[], Any]:
+        bucket, key, _ = self.fs.split_path(path)
+        size = _length(data)
+
         async def job() -> int:
-            await self.fs._pipe_file(
-                path, data, chunksize=5 * 1024 * MiB, max_concurrency=1, mode="create"
+            data.seek(0)
+            await self.fs._call_s3(
+                "put_object", Bucket=bucket, Key=key, Body=data, IfNoneMatch="*"
             )
-            return len(data)
+            self.fs.invalidate_cache(path)
+            return size
 
         return job
 
@@ -186,7 +210,7 @@ class S3Backend(AsyncBackend):
 
         return job
 
-    def split_upload(self, path: str, size: int, parts: Sequence[tuple[int, Buffer]]) -> Plan:
+    def split_upload(self, path: str, size: int, parts: Sequence[tuple[int, Any]]) -> Plan:
         bucket, key, _ = self.fs.split_path(path)
         state: dict[str, Any] = {}
         etags: dict[int, str] = {}
@@ -196,8 +220,11 @@ class S3Backend(AsyncBackend):
             state["upload_id"] = response["UploadId"]
             return 0
 
-        def part(number: int, body: Buffer) -> Callable[[], Any]:
+        def part(number: int, body: Any) -> Callable[[], Any]:
+            size = _length(body)
+
             async def job() -> int:
+                body.seek(0)
                 response = await self.fs._call_s3(
                     "upload_part",
                     Bucket=bucket,
@@ -207,7 +234,7 @@ class S3Backend(AsyncBackend):
                     Body=body,
                 )
                 etags[number] = response["ETag"]
-                return len(body)
+                return size
 
             return job
 
@@ -361,7 +388,7 @@ class LocalBackend(Backend):
             )
         return None
 
-    def split_upload(self, path: str, size: int, parts: Sequence[tuple[int, Buffer]]) -> Plan:
+    def split_upload(self, path: str, size: int, parts: Sequence[tuple[int, Any]]) -> Plan:
         state: dict[str, int] = {}
 
         def create() -> int:
@@ -394,6 +421,13 @@ class LocalBackend(Backend):
             phases=((create,), tuple(part(offset, body) for offset, body in parts), (complete,)),
             on_failure=(close,),
         )
+
+
+def _length(body: Any) -> int:
+    if isinstance(body, io.BytesIO):
+        with body.getbuffer() as view:
+            return view.nbytes
+    return len(body)
 
 
 def evict_from_page_cache(path: str) -> None:

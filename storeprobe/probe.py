@@ -182,7 +182,8 @@ class Probe:
                 except Exception as exc:
                     errors.append(f"repeat {repeat + 1}: {target.describe_error(exc)}")
                 finally:
-                    deleted.update(name for name in names if name not in self._delete(names))
+                    remaining = {entry.split(" (", 1)[0] for entry in self._delete(names)}
+                    deleted.update(name for name in names if name not in remaining)
         finally:
             leftovers = self._delete([name for name in written if name not in deleted])
             try:
@@ -322,7 +323,13 @@ class _Shape:
     def choose(
         cls, backend: Backend, workload: Workload, streams: int, part_size: int | None
     ) -> _Shape:
-        if workload.count > 1 or streams == 1:
+        too_big = backend.max_single_put is not None and workload.size > backend.max_single_put
+        if too_big and workload.count > 1:
+            raise ConfigurationError(
+                f"objects over {format_size(backend.max_single_put or 0)} need a multipart "
+                f"upload on {backend.name}: probe them one at a time (count=1)"
+            )
+        if workload.count > 1 or (streams == 1 and not too_big):
             effective = min(streams, workload.count)
             return cls(
                 split=False,
@@ -369,7 +376,7 @@ class _Shape:
             return Plan(
                 phases=(
                     tuple(
-                        backend.put(name, workload.payload(index))
+                        backend.put(name, backend.body(workload, index))
                         for index, name in enumerate(names)
                     ),
                 )
@@ -377,8 +384,11 @@ class _Shape:
         if not backend.splits_uploads:
             if timed:
                 self._cannot_split(backend, "upload")
-            return Plan(phases=((backend.put(names[0], workload.payload(0)),),))
-        pieces = list(workload.pieces(0, self.part_size))
+            return Plan(phases=((backend.put(names[0], backend.body(workload, 0)),),))
+        pieces = [
+            (start, backend.body(workload, 0, start, min(start + self.part_size, workload.size)))
+            for start in range(0, workload.size, self.part_size)
+        ]
         return backend.split_upload(names[0], workload.size, pieces)
 
     def _cannot_split(self, backend: Backend, operation: str) -> None:

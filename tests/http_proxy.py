@@ -1,0 +1,192 @@
+"""A small HTTP/1.1 forwarding proxy that counts requests in flight.
+
+It sits between a client and a real server on loopback, forwards bytes verbatim (one
+upstream connection per client connection, keep-alive preserved, ``100 Continue``
+passed through) and counts a request as in flight from the moment its request head
+has arrived until its response has been forwarded completely. Tests read
+``max_in_flight`` and ``requests`` to prove how many requests a probe really keeps
+in flight. It runs its own event loop in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable
+
+__all__ = ["CountingProxy"]
+
+
+async def _read_head(reader: asyncio.StreamReader) -> bytes | None:
+    try:
+        return await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
+
+
+def _headers(head: bytes) -> dict[str, str]:
+    lines = head.decode("latin-1").split("\r\n")[1:]
+    headers: dict[str, str] = {}
+    for line in lines:
+        if ":" in line:
+            name, value = line.split(":", 1)
+            headers[name.strip().lower()] = value.strip()
+    return headers
+
+
+async def _pump_body(
+    headers: dict[str, str], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> bool:
+    """Copy one message body framed by ``headers``; False if it runs to end of stream."""
+    if headers.get("transfer-encoding", "").lower().endswith("chunked"):
+        while True:
+            line = await reader.readuntil(b"\r\n")
+            writer.write(line)
+            size = int(line.split(b";")[0].strip(), 16)
+            if size == 0:
+                while True:  # trailers, then the blank line
+                    trailer = await reader.readuntil(b"\r\n")
+                    writer.write(trailer)
+                    if trailer == b"\r\n":
+                        break
+                await writer.drain()
+                return True
+            writer.write(await reader.readexactly(size + 2))
+            await writer.drain()
+    length = int(headers.get("content-length", "0"))
+    while length > 0:
+        chunk = await reader.read(min(length, 1 << 20))
+        if not chunk:
+            raise ConnectionError("body ended early")
+        writer.write(chunk)
+        await writer.drain()
+        length -= len(chunk)
+    return True
+
+
+class CountingProxy:
+    """Forward ``127.0.0.1:<port>`` to ``127.0.0.1:<upstream_port>``, counting requests."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.port = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.requests = 0
+        self.methods: list[str] = []
+        #: called with (method, path, request number); a status code makes the proxy
+        #: answer that status itself (an S3-style error body) and close the connection
+        self.fail_when: Callable[[str, str, int], int | None] | None = None
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._server: asyncio.base_events.Server | None = None
+
+    def start(self) -> CountingProxy:
+        self._thread.start()
+        future = asyncio.run_coroutine_threadsafe(self._start(), self._loop)
+        future.result(10)
+        return self
+
+    async def _start(self) -> None:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    def reset(self) -> None:
+        self.max_in_flight = self.in_flight
+        self.requests = 0
+        self.methods = []
+
+    def stop(self) -> None:
+        async def close() -> None:
+            if self._server is not None:
+                self._server.close()
+            current = asyncio.current_task()
+            tasks = [task for task in asyncio.all_tasks() if task is not current]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    async def _handle(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        try:
+            up_r, up_w = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        except OSError:
+            client_w.close()
+            return
+        try:
+            while True:
+                head = await _read_head(client_r)
+                if head is None:
+                    return
+                await self._exchange(head, client_r, client_w, up_r, up_w)
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError, asyncio.CancelledError):
+            return
+        finally:
+            for writer in (client_w, up_w):
+                with contextlib.suppress(Exception):
+                    writer.close()
+
+    async def _exchange(
+        self,
+        head: bytes,
+        client_r: asyncio.StreamReader,
+        client_w: asyncio.StreamWriter,
+        up_r: asyncio.StreamReader,
+        up_w: asyncio.StreamWriter,
+    ) -> None:
+        method, path = head.split(b" ", 2)[:2]
+        method_name = method.decode("latin-1")
+        self.in_flight += 1
+        self.requests += 1
+        self.methods.append(method_name)
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        status = self.fail_when(method_name, path.decode("latin-1"), self.requests) if self.fail_when else None
+        if status is not None:
+            self.in_flight -= 1
+            body = b"<?xml version='1.0'?><Error><Code>AccessDenied</Code><Message>injected</Message></Error>"
+            client_w.write(
+                b"HTTP/1.1 %d Injected\r\nContent-Type: application/xml\r\nContent-Length: %d\r\n"
+                b"Connection: close\r\n\r\n%s" % (status, len(body), body)
+            )
+            await client_w.drain()
+            raise ConnectionError("injected failure: connection closed")
+        method = method_name
+        try:
+            up_w.write(head)
+            await up_w.drain()
+            request_body = asyncio.ensure_future(_pump_body(_headers(head), client_r, up_w))
+            while True:
+                response_head = await _read_head(up_r)
+                if response_head is None:
+                    raise ConnectionError("upstream closed")
+                client_w.write(response_head)
+                await client_w.drain()
+                status = int(response_head.split(b" ", 2)[1])
+                if 100 <= status < 200:
+                    continue
+                break
+            headers = _headers(response_head)
+            if method != "HEAD" and status not in (204, 304):
+                if "content-length" in headers or "chunked" in headers.get(
+                    "transfer-encoding", ""
+                ):
+                    await _pump_body(headers, up_r, client_w)
+                else:  # body until close
+                    while chunk := await up_r.read(1 << 20):
+                        client_w.write(chunk)
+                        await client_w.drain()
+                    raise ConnectionError("response delimited by close")
+            if not request_body.done():
+                # a final answer before the body was read (e.g. an error to Expect:
+                # 100-continue): give the client a moment, then drop the connection
+                try:
+                    await asyncio.wait_for(request_body, 5)
+                except TimeoutError:
+                    raise ConnectionError("request body never completed") from None
+            await request_body
+        finally:
+            self.in_flight -= 1

@@ -1,0 +1,144 @@
+"""storeprobe against a real S3 server (``rclone serve s3`` on 127.0.0.1) through s3fs.
+
+A counting HTTP proxy in front of the server proves, on the server side, how many
+requests were in flight.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import s3fs
+
+from storeprobe import (
+    Probe,
+    TargetNotFoundError,
+    TargetPermissionError,
+    TargetUnreachableError,
+    Workload,
+)
+from tests.conftest import s3_options
+from tests.http_proxy import CountingProxy
+from tests.servers import S3_SECRET, Server, free_port
+
+pytestmark = pytest.mark.s3
+
+SMALLISH = Workload(count=32, size="16KiB")
+ONE_OBJECT = Workload(count=1, size="24MiB")  # 5 parts of 5 MiB when split 4 ways
+
+
+def _tree(root: Path) -> dict[str, str]:
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+@pytest.mark.parametrize("streams", [1, 4])
+@pytest.mark.parametrize("operation", ["upload", "download"])
+@pytest.mark.parametrize("workload", [SMALLISH, ONE_OBJECT], ids=["many", "one"])
+def test_in_flight_requests_counted_on_the_server_side(
+    counting_proxy: CountingProxy, s3_bucket_dir: Path, streams: int, operation: str, workload: Workload
+) -> None:
+    options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
+    probe = Probe.from_url("s3://bench/inflight", options, streams=streams, repeats=2)
+    counting_proxy.reset()
+    result = probe.measure(operation, workload)  # type: ignore[arg-type]
+    assert result.ok, result.errors
+    # everything the probe sends — setup, timed window, cleanup — respects `streams`
+    assert counting_proxy.max_in_flight == streams
+    assert result.effective_streams == streams
+    assert all(sample.max_in_flight == streams for sample in result.samples)
+    if workload.count == 1 and streams == 4:
+        assert result.strategy == "one object in 5 parts of 5 MiB, 4 at a time"
+        assert "POST" in counting_proxy.methods  # multipart create/complete
+    assert not any(name.startswith("inflight") for name in _tree(s3_bucket_dir))
+
+
+def test_four_seed_probes_verified(s3_storage_options: dict[str, Any], s3_bucket_dir: Path) -> None:
+    probe = Probe.from_url("s3://bench/seed", s3_storage_options, repeats=1)
+    results = probe.run()
+    assert [r.probe for r in results] == [
+        "upload small",
+        "download small",
+        "upload large",
+        "download large",
+    ]
+    for result in results:
+        assert result.ok, result.errors
+        assert result.samples[0].nbytes == result.workload.total_bytes
+        assert result.protocol == "s3"
+        assert result.url == "s3://bench/seed"
+        assert result.kib_per_s > 0
+    assert not any(name.startswith("seed") for name in _tree(s3_bucket_dir))
+
+
+def test_neighbour_object_untouched_by_normal_and_failed_runs(
+    counting_proxy: CountingProxy, s3_bucket_dir: Path
+) -> None:
+    options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
+    fs = s3fs.S3FileSystem(skip_instance_cache=True, **options)
+    fs.pipe_file("bench/keep/neighbour.bin", b"precious bytes")
+    fs.pipe_file("bench/keep-sibling.bin", b"also precious")
+    before = _tree(s3_bucket_dir)
+    probe = Probe.from_url("s3://bench/keep", options, streams=4, repeats=2)
+
+    assert probe.download(SMALLISH).ok
+    assert _tree(s3_bucket_dir) == before
+
+    # the 20th PUT of the run is refused by the "server": a real mid-run failure
+    counting_proxy.reset()
+    counting_proxy.fail_when = lambda method, path, n: 403 if method == "PUT" and n == 20 else None
+    failed = probe.upload(SMALLISH)
+    counting_proxy.fail_when = None
+    assert len(failed.errors) == 1
+    assert "repeat 1" in failed.errors[0]
+    assert len(failed.samples) == 1
+    assert _tree(s3_bucket_dir) == before
+
+
+def test_failed_multipart_upload_is_aborted_and_cleaned(
+    counting_proxy: CountingProxy, s3_bucket_dir: Path
+) -> None:
+    options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
+    probe = Probe.from_url("s3://bench/mpu", options, streams=4, repeats=1)
+    before = _tree(s3_bucket_dir)
+    counting_proxy.reset()
+    counting_proxy.fail_when = (
+        lambda method, path, n: 403 if method == "PUT" and "partNumber=3" in path else None
+    )
+    result = probe.upload(ONE_OBJECT)
+    counting_proxy.fail_when = None
+    assert not result.ok
+    assert "PermissionError: injected" in result.errors[0]
+    assert counting_proxy.methods.count("DELETE") >= 1  # AbortMultipartUpload
+    assert _tree(s3_bucket_dir) == before
+
+
+def test_missing_bucket(s3_storage_options: dict[str, Any]) -> None:
+    probe = Probe.from_url("s3://no-such-bucket/dir", s3_storage_options, repeats=1)
+    with pytest.raises(TargetNotFoundError, match="no-such-bucket"):
+        probe.upload(SMALLISH)
+
+
+def test_wrong_credentials_never_echo_the_secret(s3_server: Server) -> None:
+    options = {**s3_options(s3_server.endpoint), "secret": "wrong-secret-SENTINEL-42"}
+    probe = Probe.from_url("s3://bench/x", options, repeats=1)
+    with pytest.raises(TargetPermissionError) as info:
+        probe.upload(SMALLISH)
+    assert "credentials" in str(info.value)
+    assert "SENTINEL" not in str(info.value)
+    assert "SENTINEL" not in repr(probe.target)
+    assert S3_SECRET not in repr(probe)
+
+
+def test_unreachable_endpoint() -> None:
+    options = s3_options(f"http://127.0.0.1:{free_port()}")
+    probe = Probe.from_url("s3://bench/x", options, repeats=1)
+    with pytest.raises(TargetUnreachableError, match="endpoint") as info:
+        probe.upload(SMALLISH)
+    assert isinstance(info.value, ConnectionError)
