@@ -1,0 +1,3 @@
+from storeprobe.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,104 @@
+"""The command line, run as a user would run it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from storeprobe import load_results
+from storeprobe.cli import main
+from tests.servers import S3_KEY, S3_SECRET, Server
+
+
+def test_default_run_probes_a_local_temporary_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.json"
+    code = main(["run", "--workload", "4x1KiB", "--workload", "1x2MiB", "--repeats", "1", "--json", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    lines = captured.out.splitlines()
+    assert lines[0].split("|")[1].strip() == "probe"
+    assert [line.split("|")[1].strip() for line in lines[2:]] == [
+        "upload 4 × 1 KiB",
+        "download 4 × 1 KiB",
+        "upload 1 × 2 MiB",
+        "download 1 × 2 MiB",
+    ]
+    assert "KiB/s" in lines[2] and "MiB/s" in lines[4]
+    results = load_results(out.read_text())
+    assert [r.protocol for r in results] == ["file"] * 4
+    temporary = Path(results[0].url.removeprefix("file://"))
+    assert not temporary.exists()
+
+
+def test_python_dash_m_and_help() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "storeprobe", "run", "--help"], capture_output=True, text=True
+    )
+    assert completed.returncode == 0
+    for flag in ("--streams", "--repeats", "--workload", "--json", "--label", "--option"):
+        assert flag in completed.stdout
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--workload", "16 KB"],
+        ["run", "--streams", "0"],
+        ["run", "--repeats", "0"],
+        ["run", "--label", "bad\x07label"],
+        ["run", "gopher://nowhere"],
+        ["run", "-o", "novalue"],
+    ],
+)
+def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    assert "storeprobe: error:" in capsys.readouterr().err
+
+
+def test_missing_directory_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(tmp_path / "absent"), "--workload", "2x1KiB"]) == 1
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_cli_against_the_s3_server_never_prints_the_secret(
+    s3_server: Server, tmp_path: Path
+) -> None:
+    out = tmp_path / "s3.json"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "storeprobe",
+            "run",
+            "s3://bench/cli",
+            "--streams",
+            "1",
+            "4",
+            "--repeats",
+            "1",
+            "--workload",
+            "16x16KiB",
+            "-o",
+            f"key={S3_KEY}",
+            "-o",
+            f"secret={S3_SECRET}",
+            "-o",
+            "client_kwargs=" + json.dumps({"endpoint_url": s3_server.endpoint}),
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr
+    table = completed.stdout.splitlines()
+    assert len(table) == 2 + 4
+    assert S3_SECRET not in completed.stdout + completed.stderr + out.read_text()
+    assert [r.streams for r in load_results(out.read_text())] == [1, 1, 4, 4]

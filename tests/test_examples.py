@@ -1,0 +1,35 @@
+"""Every script in examples/ runs, and none is left out."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.servers import S3_KEY, S3_SECRET, Server
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+RUN_HERE = {"quickstart.py", "save_results.py", "s3_streams.py"}
+
+
+def test_no_example_is_left_out() -> None:
+    assert {path.name for path in EXAMPLES.glob("*.py")} == RUN_HERE
+
+
+@pytest.mark.parametrize("name", sorted(RUN_HERE))
+def test_example_runs(name: str, s3_server: Server) -> None:
+    env = {
+        **os.environ,
+        "STOREPROBE_S3_ENDPOINT": s3_server.endpoint,
+        "STOREPROBE_S3_KEY": S3_KEY,
+        "STOREPROBE_S3_SECRET": S3_SECRET,
+    }
+    completed = subprocess.run(
+        [sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "KiB/s" in completed.stdout or "MiB/s" in completed.stdout
+    assert S3_SECRET not in completed.stdout + completed.stderr
