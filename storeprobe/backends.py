@@ -188,9 +188,7 @@ class S3Backend(AsyncBackend):
 
         async def job() -> int:
             data.seek(0)
-            await self.fs._call_s3(
-                "put_object", Bucket=bucket, Key=key, Body=data, IfNoneMatch="*"
-            )
+            await self.fs._call_s3("put_object", Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
             self.fs.invalidate_cache(path)
             return size
 

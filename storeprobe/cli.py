@@ -71,7 +71,9 @@ def _parser() -> argparse.ArgumentParser:
         "repeatable. Secrets are never printed or written",
     )
     run.add_argument("--label", help="a name for this environment, e.g. home-laptop")
-    run.add_argument("--timeout", type=float, default=300.0, help="seconds per request (default: 300)")
+    run.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds per request (default: 300)"
+    )
     run.add_argument("--no-verify", action="store_true", help="skip checking downloaded bytes")
     run.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
     return parser
@@ -125,10 +127,14 @@ def render_table(results: Sequence[Result]) -> str:
         ]
         return "| " + " | ".join(cells) + " |"
 
-    rule = "|" + "|".join(
-        ("-" * (width + 1) + ":") if index in numeric else ("-" * (width + 2))
-        for index, width in enumerate(widths)
-    ) + "|"
+    rule = (
+        "|"
+        + "|".join(
+            ("-" * (width + 1) + ":") if index in numeric else ("-" * (width + 2))
+            for index, width in enumerate(widths)
+        )
+        + "|"
+    )
     return "\n".join([line(rows[0]), rule, *(line(row) for row in rows[1:])])
 
 

@@ -58,7 +58,9 @@ def _check_timeout(_: Any, __: Any, value: float | None) -> None:
     if value is not None and (
         isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
     ):
-        raise ConfigurationError(f"timeout must be a positive number of seconds or None, not {value!r}")
+        raise ConfigurationError(
+            f"timeout must be a positive number of seconds or None, not {value!r}"
+        )
 
 
 def _part_size(value: int | str | None) -> int | None:
@@ -152,7 +154,8 @@ class Probe:
             raise ConfigurationError(f"operation must be 'upload' or 'download', not {operation!r}")
         if not isinstance(workload, Workload):
             raise ConfigurationError(
-                f"workload must be a Workload (e.g. Workload.small()), not {type(workload).__name__}"
+                "workload must be a Workload (e.g. Workload.small()), "
+                f"not {type(workload).__name__}"
             )
         target = self.target
         backend = target.backend
@@ -249,7 +252,7 @@ class Probe:
                         sync(backend.fs.loop, hook)
                     else:
                         hook()
-                except Exception:  # noqa: S110 - the original error matters more
+                except Exception:
                     pass
             raise
 
@@ -357,10 +360,7 @@ class _Shape:
                 f"one object of {format_size(size)} splits into only {parts} part(s) of "
                 f"{format_size(part_size)}: at most {effective} requests in flight"
             )
-        strategy = (
-            f"one object in {parts} parts of {format_size(part_size)}, "
-            f"{effective} at a time"
-        )
+        strategy = f"one object in {parts} parts of {format_size(part_size)}, {effective} at a time"
         return cls(
             split=parts > 1,
             part_size=part_size,
@@ -420,7 +420,9 @@ class _Shape:
             backend.get_range(names[0], start, end, out, slot)
             for slot, (start, end) in enumerate(ranges)
         )
-        return Plan(phases=(jobs,)), [(0, start, out, slot) for slot, (start, _) in enumerate(ranges)]
+        return Plan(phases=(jobs,)), [
+            (0, start, out, slot) for slot, (start, _) in enumerate(ranges)
+        ]
 
 
 def _verify(workload: Workload, pieces: list[tuple[int, int, list[Any], int]]) -> None:

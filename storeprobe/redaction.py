@@ -50,7 +50,9 @@ SAFE_OPTIONS = frozenset(
         "version_aware",
     }
 )
-_SAFE_NESTED = frozenset({"endpoint_url", "region_name", "verify", "connect_timeout", "read_timeout"})
+_SAFE_NESTED = frozenset(
+    {"endpoint_url", "region_name", "verify", "connect_timeout", "read_timeout"}
+)
 _MIN_SECRET = 4
 
 

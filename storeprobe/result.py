@@ -33,6 +33,14 @@ Operation = Literal["upload", "download"]
 OPERATIONS: tuple[Operation, ...] = ("upload", "download")
 
 
+def _samples(value: Iterable[Sample]) -> tuple[Sample, ...]:
+    return tuple(value)
+
+
+def _texts(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 def _int_array(value: Any) -> np.ndarray:
     return np.asarray(value, dtype=np.int64).reshape(-1)
 
@@ -95,9 +103,9 @@ class Result:
     streams: int
     effective_streams: int
     strategy: str
-    samples: tuple[Sample, ...] = field(converter=tuple)
-    errors: tuple[str, ...] = field(default=(), converter=tuple)
-    warnings: tuple[str, ...] = field(default=(), converter=tuple)
+    samples: tuple[Sample, ...] = field(converter=_samples)
+    errors: tuple[str, ...] = field(default=(), converter=_texts)
+    warnings: tuple[str, ...] = field(default=(), converter=_texts)
     environment: Environment
 
     # -- identity -----------------------------------------------------------------
@@ -191,7 +199,8 @@ class Result:
         if self.effective_streams != self.streams:
             head += f" ({self.effective_streams} effective)"
         if not self.samples:
-            return f"{head}: failed ({len(self.errors)} errors: {self.errors[0] if self.errors else ''})"
+            first = self.errors[0] if self.errors else "no repeat ran"
+            return f"{head}: failed ({len(self.errors)} errors; first: {first})"
         text = (
             f"{head}: {format_rate(self.bytes_per_s, self.rate_unit)} best of "
             f"{len(self.samples)} (median {format_rate(self.median_bytes_per_s, self.rate_unit)}, "

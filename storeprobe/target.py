@@ -130,7 +130,7 @@ class Target:
             kwargs.setdefault("use_listings_cache", False)
         try:
             fs, path = url_to_fs(url, **kwargs)
-        except ImportError as exc:
+        except ImportError:
             extra = EXTRAS.get(protocol)
             fix = (
                 f"pip install 'storeprobe[{extra}]'"
@@ -148,7 +148,9 @@ class Target:
         return cls(
             fs,
             path,
-            url=redact_url(url) if "://" in url else f"{fs.protocol[0] if isinstance(fs.protocol, tuple) else fs.protocol}://{path}",
+            url=redact_url(url)
+            if "://" in url
+            else f"{fs.protocol[0] if isinstance(fs.protocol, tuple) else fs.protocol}://{path}",
             options=redact_options(options),
             secrets=secret_list,
         )

@@ -15,9 +15,9 @@ import re
 from storeprobe.errors import UnitError
 
 __all__ = [
+    "GiB",
     "KiB",
     "MiB",
-    "GiB",
     "format_rate",
     "format_size",
     "kib_per_s",

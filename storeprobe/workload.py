@@ -61,9 +61,7 @@ def _valid_name(_: object, attribute: attrs.Attribute[str | None], value: str | 
     if value is None:
         return
     if not isinstance(value, str) or not value or not value.isprintable() or len(value) > 64:
-        raise ConfigurationError(
-            f"workload name must be 1-64 printable characters, not {value!r}"
-        )
+        raise ConfigurationError(f"workload name must be 1-64 printable characters, not {value!r}")
 
 
 @frozen(kw_only=True)
@@ -192,4 +190,3 @@ class Workload:
     def from_dict(cls, data: dict[str, Any]) -> Workload:
         """Inverse of :meth:`to_dict`."""
         return cls(count=data["count"], size=data["size"], seed=data["seed"], name=data["name"])
-

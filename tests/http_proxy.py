@@ -144,10 +144,17 @@ class CountingProxy:
         self.requests += 1
         self.methods.append(method_name)
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        status = self.fail_when(method_name, path.decode("latin-1"), self.requests) if self.fail_when else None
+        status = (
+            self.fail_when(method_name, path.decode("latin-1"), self.requests)
+            if self.fail_when
+            else None
+        )
         if status is not None:
             self.in_flight -= 1
-            body = b"<?xml version='1.0'?><Error><Code>AccessDenied</Code><Message>injected</Message></Error>"
+            body = (
+                b"<?xml version='1.0'?><Error><Code>AccessDenied</Code>"
+                b"<Message>injected</Message></Error>"
+            )
             client_w.write(
                 b"HTTP/1.1 %d Injected\r\nContent-Type: application/xml\r\nContent-Length: %d\r\n"
                 b"Connection: close\r\n\r\n%s" % (status, len(body), body)
@@ -171,9 +178,7 @@ class CountingProxy:
                 break
             headers = _headers(response_head)
             if method != "HEAD" and status not in (204, 304):
-                if "content-length" in headers or "chunked" in headers.get(
-                    "transfer-encoding", ""
-                ):
+                if "content-length" in headers or "chunked" in headers.get("transfer-encoding", ""):
                     await _pump_body(headers, up_r, client_w)
                 else:  # body until close
                     while chunk := await up_r.read(1 << 20):

@@ -18,7 +18,19 @@ def test_default_run_probes_a_local_temporary_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "r.json"
-    code = main(["run", "--workload", "4x1KiB", "--workload", "1x2MiB", "--repeats", "1", "--json", str(out)])
+    code = main(
+        [
+            "run",
+            "--workload",
+            "4x1KiB",
+            "--workload",
+            "1x2MiB",
+            "--repeats",
+            "1",
+            "--json",
+            str(out),
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     lines = captured.out.splitlines()
@@ -29,7 +41,8 @@ def test_default_run_probes_a_local_temporary_directory(
         "upload 1 × 2 MiB",
         "download 1 × 2 MiB",
     ]
-    assert "KiB/s" in lines[2] and "MiB/s" in lines[4]
+    assert "KiB/s" in lines[2]
+    assert "MiB/s" in lines[4]
     results = load_results(out.read_text())
     assert [r.protocol for r in results] == ["file"] * 4
     temporary = Path(results[0].url.removeprefix("file://"))

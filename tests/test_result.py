@@ -53,7 +53,9 @@ def test_figures_are_from_the_best_repeat_in_1024_units() -> None:
 
 def test_large_workloads_read_in_mib() -> None:
     result = make_result([1_000_000_000], Workload.large(), operation="download")
-    assert str(result).startswith("download large (1 × 256 MiB) s3://bench/dir, 1 stream: 256.00 MiB/s")
+    assert str(result).startswith(
+        "download large (1 × 256 MiB) s3://bench/dir, 1 stream: 256.00 MiB/s"
+    )
 
 
 def test_no_samples_is_not_a_number() -> None:
@@ -87,7 +89,10 @@ def test_samples_compare_arrays_by_value() -> None:
         ("[]", "no 'schema'"),
         ('{"schema": "storeprobe.results", "version": 99, "results": []}', "version 99"),
         ('{"schema": "storeprobe.results", "version": 1}', "no 'results'"),
-        ('{"schema": "storeprobe.results", "version": 1, "results": [{"operation": "upload"}]}', "malformed"),
+        (
+            '{"schema": "storeprobe.results", "version": 1, "results": [{"operation": "upload"}]}',
+            "malformed",
+        ),
     ],
 )
 def test_bad_documents_are_refused(text: str, fragment: str) -> None:

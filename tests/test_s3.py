@@ -42,7 +42,11 @@ def _tree(root: Path) -> dict[str, str]:
 @pytest.mark.parametrize("operation", ["upload", "download"])
 @pytest.mark.parametrize("workload", [SMALLISH, ONE_OBJECT], ids=["many", "one"])
 def test_in_flight_requests_counted_on_the_server_side(
-    counting_proxy: CountingProxy, s3_bucket_dir: Path, streams: int, operation: str, workload: Workload
+    counting_proxy: CountingProxy,
+    s3_bucket_dir: Path,
+    streams: int,
+    operation: str,
+    workload: Workload,
 ) -> None:
     options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
     probe = Probe.from_url("s3://bench/inflight", options, streams=streams, repeats=2)
@@ -108,8 +112,8 @@ def test_failed_multipart_upload_is_aborted_and_cleaned(
     probe = Probe.from_url("s3://bench/mpu", options, streams=4, repeats=1)
     before = _tree(s3_bucket_dir)
     counting_proxy.reset()
-    counting_proxy.fail_when = (
-        lambda method, path, n: 403 if method == "PUT" and "partNumber=3" in path else None
+    counting_proxy.fail_when = lambda method, path, n: (
+        403 if method == "PUT" and "partNumber=3" in path else None
     )
     result = probe.upload(ONE_OBJECT)
     counting_proxy.fail_when = None

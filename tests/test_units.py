@@ -57,9 +57,20 @@ def test_parse_size_rejects_non_int_types() -> None:
         parse_size(1.5)  # type: ignore[arg-type]
 
 
-@given(st.integers(min_value=0, max_value=2**40), st.sampled_from(["B", "KiB", "MiB", "GiB", "kB", "MB", "GB"]))
+@given(
+    st.integers(min_value=0, max_value=2**40),
+    st.sampled_from(["B", "KiB", "MiB", "GiB", "kB", "MB", "GB"]),
+)
 def test_parse_size_roundtrip(number: int, unit: str) -> None:
-    factor = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "kB": 1000, "MB": 10**6, "GB": 10**9}
+    factor = {
+        "B": 1,
+        "KiB": 1024,
+        "MiB": 1024**2,
+        "GiB": 1024**3,
+        "kB": 1000,
+        "MB": 10**6,
+        "GB": 10**9,
+    }
     assert parse_size(f"{number}{unit}") == number * factor[unit]
 
 
