@@ -21,9 +21,11 @@ def _blocks() -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize(("where", "code"), _blocks(), ids=[where for where, _ in _blocks()])
-def test_doc_block_runs(where: str, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_doc_block_runs(
+    where: str, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, where, "exec"), {"__name__": "__doc_example__"})  # noqa: S102
+    exec(compile(code, where, "exec"), {"__name__": "__doc_example__"})
 
 
 def test_docs_have_python_examples() -> None:
