@@ -14,6 +14,9 @@ would naturally catch, so ``except ValueError`` and ``except OSError`` keep work
         ├── TargetNotFoundError (FileNotFoundError)
         └── CleanupError                     cleanup could not remove everything it wrote
 
+    StoreProbeWarning (UserWarning)          a figure means less than it seems; also on
+                                             Result.warnings
+
 Messages say what is wrong and what to do about it, and never contain a secret.
 """
 
@@ -25,6 +28,7 @@ __all__ = [
     "MissingDependencyError",
     "ResultFormatError",
     "StoreProbeError",
+    "StoreProbeWarning",
     "TargetError",
     "TargetNotFoundError",
     "TargetPermissionError",
@@ -75,3 +79,7 @@ class CleanupError(TargetError):
     def __init__(self, message: str, leftovers: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.leftovers = leftovers
+
+
+class StoreProbeWarning(UserWarning):
+    """A measurement that is not what was asked (e.g. an upload that could not be split)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,7 +29,7 @@ from fsspec.asyn import sync
 
 from storeprobe.backends import Backend
 from storeprobe.environment import Environment, check_label
-from storeprobe.errors import ConfigurationError
+from storeprobe.errors import ConfigurationError, StoreProbeWarning
 from storeprobe.result import OPERATIONS, Operation, Result, Sample
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Plan, Timings, run_async, run_sync
@@ -398,6 +399,7 @@ class _Shape:
         )
         if note not in self.warnings:
             self.warnings.append(note)
+            warnings.warn(note, StoreProbeWarning, stacklevel=5)
         self.effective_streams = 1
         self.strategy = f"one object in one request ({operation} cannot be split)"
 
