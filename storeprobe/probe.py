@@ -208,6 +208,7 @@ class Probe:
             workload=workload,
             url=target.url,
             protocol=target.protocol,
+            backend=backend.name,
             streams=self.streams,
             effective_streams=shape.effective_streams,
             strategy=shape.strategy,
@@ -226,7 +227,7 @@ class Probe:
             backend.fs.invalidate_cache()
             timings = self._execute(plan)
             self._check_moved(timings, workload)
-            return self._sample(timings)
+            return self._sample(timings, plan.inner_streams)
         self._execute(plan)  # untimed setup upload, same streams
         del plan
         backend.after_upload(names)
@@ -236,15 +237,18 @@ class Probe:
         self._check_moved(timings, workload)
         if self.verify:
             _verify(workload, pieces)
-        return self._sample(timings)
+        return self._sample(timings, plan.inner_streams)
 
     def _execute(self, plan: Plan) -> Timings:
         backend = self.target.backend
         try:
             if backend.is_async:
-                return sync(  # type: ignore[no-any-return]
-                    backend.fs.loop, run_async, plan, self.streams, self.clock, self.timeout
-                )
+                with warnings.catch_warnings():
+                    # aiohttp advises streaming bodies over 1 MiB; parts are sent whole on purpose
+                    warnings.filterwarnings("ignore", message="Sending a large body directly")
+                    return sync(  # type: ignore[no-any-return]
+                        backend.fs.loop, run_async, plan, self.streams, self.clock, self.timeout
+                    )
             return run_sync(plan, self.streams, self.clock)
         except BaseException:
             for hook in plan.on_failure:
@@ -264,12 +268,12 @@ class Probe:
             raise OSError(f"moved {moved} bytes where the workload has {workload.total_bytes}")
 
     @staticmethod
-    def _sample(timings: Timings) -> Sample:
+    def _sample(timings: Timings, inner_streams: int = 1) -> Sample:
         return Sample(
             nbytes=int(timings.nbytes.sum()),
             elapsed_ns=int(timings.end_ns.max() - timings.start_ns.min()),
             latencies_ns=timings.end_ns - timings.start_ns,
-            max_in_flight=timings.max_in_flight,
+            max_in_flight=timings.max_in_flight * inner_streams,
         )
 
     def _delete(self, names: Sequence[str]) -> list[str]:
@@ -390,7 +394,7 @@ class _Shape:
             (start, backend.body(workload, 0, start, min(start + self.part_size, workload.size)))
             for start in range(0, workload.size, self.part_size)
         ]
-        return backend.split_upload(names[0], workload.size, pieces)
+        return backend.split_upload(names[0], workload.size, pieces, self.effective_streams)
 
     def _cannot_split(self, backend: Backend, operation: str) -> None:
         note = (

@@ -90,16 +90,19 @@ class Sample:
 class Result:
     """The outcome of one probe: one operation of one workload on one target.
 
-    ``streams`` is what was asked; ``effective_streams`` the most requests the probe
-    could keep in flight, and ``strategy`` says how (for example whether one object was
-    split into parts). ``samples`` has one entry per successful repeat; ``errors`` one
-    line per failed repeat; ``warnings`` say what to check or do next.
+    ``backend`` names the client that moved the bytes (``s3fs``, ``obstore``, ``gcsfs``,
+    ``adlfs``, ``sshfs``, ``local``, or the fsspec class name). ``streams`` is what was
+    asked; ``effective_streams`` the most requests the probe could keep in flight, and
+    ``strategy`` says how (for example whether one object was split into parts).
+    ``samples`` has one entry per successful repeat; ``errors`` one line per failed
+    repeat; ``warnings`` say what to check or do next.
     """
 
     operation: Operation
     workload: Workload
     url: str
     protocol: str
+    backend: str
     streams: int
     effective_streams: int
     strategy: str
@@ -225,6 +228,7 @@ class Result:
             "workload": self.workload.to_dict(),
             "url": self.url,
             "protocol": self.protocol,
+            "backend": self.backend,
             "streams": self.streams,
             "effective_streams": self.effective_streams,
             "strategy": self.strategy,
@@ -243,6 +247,7 @@ class Result:
                 workload=Workload.from_dict(data["workload"]),
                 url=data["url"],
                 protocol=data["protocol"],
+                backend=data["backend"],
                 streams=data["streams"],
                 effective_streams=data["effective_streams"],
                 strategy=data["strategy"],

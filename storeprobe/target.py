@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import fsspec
@@ -35,7 +35,7 @@ from storeprobe.errors import (
 )
 from storeprobe.redaction import redact_options, redact_url, scrub, scrub_patterns, secret_values
 
-__all__ = ["EXTRAS", "Target"]
+__all__ = ["EXTRAS", "Target", "describe_error", "translate_error"]
 
 #: The storeprobe extra that installs the fsspec implementation of each protocol.
 EXTRAS: dict[str, str] = {
@@ -64,7 +64,15 @@ _UNREACHABLE_NAMES = frozenset(
         "gaierror",
     }
 )
-_PERMISSION_CODES = ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "Forbidden")
+_MISSING_CODES = ("NoSuchBucket", "ContainerNotFound", "BucketNotFound")
+_PERMISSION_CODES = (
+    "AccessDenied",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "Forbidden",
+    "AuthenticationFailed",
+    "AuthorizationFailure",
+)
 
 
 def _protocol_of(fs: fsspec.AbstractFileSystem) -> str:
@@ -145,6 +153,12 @@ class Target:
             raise ConfigurationError(
                 f"cannot open {redact_url(url)!r} with these storage_options: {message}"
             ) from None
+        except Exception as exc:  # filesystems that connect in their constructor (sftp)
+            raise translate_error(
+                exc,
+                f"connecting to {redact_url(url)}",
+                lambda text: scrub_patterns(scrub(text, secret_list)),
+            ) from None
         return cls(
             fs,
             path,
@@ -171,25 +185,50 @@ class Target:
         return scrub_patterns(scrub(text, self._secrets))
 
     def describe_error(self, exc: BaseException) -> str:
-        """One line naming the error type and its scrubbed message."""
-        message = self.scrub(str(exc)) or "(no message)"
-        return f"{type(exc).__name__}: {message}"
+        """One line naming the error type and its scrubbed message (first line, ≤ 400 chars)."""
+        return describe_error(exc, self.scrub)
 
     def translate(self, exc: BaseException, action: str) -> StoreProbeError:
         """Map a backend exception to a :class:`TargetError` subclass, secrets scrubbed."""
-        if isinstance(exc, StoreProbeError):
-            return exc
-        text = f"{action} on {self.url}: {self.describe_error(exc)}"
-        names = {klass.__name__ for klass in type(exc).__mro__}
-        if isinstance(exc, FileNotFoundError):
-            return TargetNotFoundError(f"{text}. Check the bucket, container or path exists")
-        if isinstance(exc, PermissionError) or any(code in str(exc) for code in _PERMISSION_CODES):
-            return TargetPermissionError(f"{text}. Check the credentials and their permissions")
-        if (
-            isinstance(exc, ConnectionError | TimeoutError | asyncio.TimeoutError)
-            or names & _UNREACHABLE_NAMES
-        ):
-            return TargetUnreachableError(
-                f"{text}. Check the endpoint address, that the server runs, and the network"
-            )
-        return TargetError(text)
+        return translate_error(exc, f"{action} on {self.url}", self.scrub)
+
+
+def describe_error(exc: BaseException, scrubber: Callable[[str], str]) -> str:
+    """``"Type: first line of the message"``, scrubbed, at most 400 characters."""
+    lines = scrubber(str(exc)).strip().splitlines()
+    message = lines[0] if lines else "(no message)"
+    if len(message) > 400:
+        message = message[:400] + "..."
+    return f"{type(exc).__name__}: {message}"
+
+
+def translate_error(
+    exc: BaseException, where: str, scrubber: Callable[[str], str]
+) -> StoreProbeError:
+    """Map a backend exception to the :class:`TargetError` subclass that fits, with a fix."""
+    if isinstance(exc, StoreProbeError):
+        return exc
+    text = f"{where}: {describe_error(exc, scrubber)}"
+    names = {klass.__name__ for klass in type(exc).__mro__}
+    message = str(exc)
+    if isinstance(exc, FileNotFoundError) or any(code in message for code in _MISSING_CODES):
+        return TargetNotFoundError(f"{text}. Check the bucket, container or path exists")
+    if "HostKeyNotVerifiable" in names:
+        return TargetPermissionError(
+            f"{text}. The server's host key is not the one expected: check known_hosts "
+            "(storage option known_hosts=PATH) before trusting this server"
+        )
+    if (
+        isinstance(exc, PermissionError)
+        or "PermissionDenied" in names
+        or any(code in message for code in _PERMISSION_CODES)
+    ):
+        return TargetPermissionError(f"{text}. Check the credentials and their permissions")
+    if (
+        isinstance(exc, ConnectionError | TimeoutError | asyncio.TimeoutError)
+        or names & _UNREACHABLE_NAMES
+    ):
+        return TargetUnreachableError(
+            f"{text}. Check the endpoint address, that the server runs, and the network"
+        )
+    return TargetError(text)

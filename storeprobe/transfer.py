@@ -35,6 +35,8 @@ class Plan:
 
     phases: tuple[tuple[Any, ...], ...]
     on_failure: tuple[Callable[[], Any], ...] = ()
+    #: requests one job keeps in flight by itself (a backend's own multipart upload)
+    inner_streams: int = 1
 
     @property
     def requests(self) -> int:

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import s3fs
 
 from tests.http_proxy import CountingProxy
-from tests.servers import S3_KEY, S3_SECRET, Server, rclone_s3
+from tests.servers import (
+    S3_KEY,
+    S3_SECRET,
+    Server,
+    azure_connection_string,
+    azurite,
+    gcs_emulator,
+    moto_s3,
+    rclone_s3,
+    sshd,
+)
 
 
 @pytest.fixture(scope="session")
@@ -45,3 +57,75 @@ def counting_proxy(s3_server: Server) -> Iterator[CountingProxy]:
 def s3_bucket_dir(s3_server: Server) -> Path:
     assert s3_server.root is not None
     return s3_server.root / "bench"
+
+
+# --- the other storages (issue: every storage the seeds compared) -------------------
+os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")  # else gcsfs hangs on writes
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[Server]:
+    with moto_s3() as server:
+        fs = s3fs.S3FileSystem(
+            key=S3_KEY,
+            secret=S3_SECRET,
+            client_kwargs={"endpoint_url": server.endpoint},
+            skip_instance_cache=True,
+        )
+        fs.mkdir("bench")  # no region_name here, or moto refuses the location constraint
+        yield server
+
+
+@pytest.fixture(scope="session")
+def gcs_server() -> Iterator[Server]:
+    with gcs_emulator() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def azure_server() -> Iterator[Server]:
+    with azurite() as server:
+        import adlfs
+
+        fs = adlfs.AzureBlobFileSystem(
+            connection_string=azure_connection_string(server.port), skip_instance_cache=True
+        )
+        fs.mkdir("bench")
+        yield server
+
+
+@pytest.fixture(scope="session")
+def ssh_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with sshd(tmp_path_factory.mktemp("sshd")) as server:
+        yield server
+
+
+def obstore_fs(endpoint: str) -> Any:
+    from obstore.fsspec import FsspecStore
+
+    return FsspecStore(
+        "s3",
+        config={
+            "access_key_id": S3_KEY,
+            "secret_access_key": S3_SECRET,
+            "endpoint": endpoint,
+            "region": "us-east-1",
+        },
+        client_options={"allow_http": True},
+        skip_instance_cache=True,
+    )
+
+
+def gcs_options(port: int) -> dict[str, Any]:
+    return {"endpoint_url": f"http://127.0.0.1:{port}", "token": "anon", "project": "test"}
+
+
+def ssh_options(server: Server) -> dict[str, Any]:
+    assert server.root is not None
+    return {
+        "host": "127.0.0.1",
+        "port": server.port,
+        "username": "root",
+        "client_keys": [str(server.root.parent / "ssh" / "client")],
+        "known_hosts": None,
+    }

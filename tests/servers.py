@@ -19,7 +19,22 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["S3_KEY", "S3_SECRET", "Server", "free_port", "rclone_s3", "wait_http"]
+__all__ = [
+    "AZURE_ACCOUNT",
+    "AZURE_KEY",
+    "S3_KEY",
+    "S3_SECRET",
+    "Server",
+    "azure_connection_string",
+    "azurite",
+    "free_port",
+    "gcs_emulator",
+    "moto_s3",
+    "rclone_s3",
+    "sshd",
+    "wait_http",
+    "wait_tcp",
+]
 
 S3_KEY = "testkey"
 S3_SECRET = "testsecret-0123456789"
@@ -103,6 +118,150 @@ def rclone_s3(root: Path, buckets: tuple[str, ...] = ("bench",)) -> Iterator[Ser
     server = Server(process, port, root)
     try:
         wait_http(port, process)
+        yield server
+    finally:
+        server.stop()
+
+
+def wait_tcp(port: int, process: subprocess.Popen[bytes], deadline_s: float = 30.0) -> None:
+    """Wait until ``port`` accepts a TCP connection."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited early with code {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"server on port {port} did not accept within {deadline_s} s")
+
+
+def _spawn(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _bin(name: str) -> str:
+    found = shutil.which(name) or str(Path(sys.executable).parent / name)
+    if not Path(found).exists():
+        raise RuntimeError(f"{name} is not installed: run pip install -e '.[dev]'")
+    return found
+
+
+@contextlib.contextmanager
+def moto_s3() -> Iterator[Server]:
+    """moto's S3 server (in memory); answers ranged GETs with 206, unlike rclone."""
+    port = free_port()
+    process = _spawn([_bin("moto_server"), "-H", "127.0.0.1", "-p", str(port)])
+    server = Server(process, port, None)
+    try:
+        wait_http(port, process)
+        yield server
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def gcs_emulator() -> Iterator[Server]:
+    """gcp-storage-emulator in memory with a default bucket ``bench``."""
+    port = free_port()
+    process = _spawn(
+        [
+            _bin("gcp-storage-emulator"),
+            "start",
+            "-H",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--in-memory",
+            "-q",
+            "--default-bucket",
+            "bench",
+        ]
+    )
+    server = Server(process, port, None)
+    try:
+        wait_http(port, process)
+        yield server
+    finally:
+        server.stop()
+
+
+AZURE_ACCOUNT = "devstoreaccount1"
+# Azurite's published development key (documented by Microsoft; not a secret)
+AZURE_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+
+def azure_connection_string(port: int) -> str:
+    return (
+        f"DefaultEndpointsProtocol=http;AccountName={AZURE_ACCOUNT};AccountKey={AZURE_KEY};"
+        f"BlobEndpoint=http://127.0.0.1:{port}/{AZURE_ACCOUNT};"
+    )
+
+
+@contextlib.contextmanager
+def azurite() -> Iterator[Server]:
+    """Azurite's blob service in memory (npm package, installed in node_modules/)."""
+    binary = Path(__file__).parent.parent / "node_modules" / ".bin" / "azurite-blob"
+    if not binary.exists():
+        raise RuntimeError("azurite is not installed: run npm install --no-save azurite")
+    port = free_port()
+    process = _spawn(
+        [
+            str(binary),
+            "--blobHost",
+            "127.0.0.1",
+            "--blobPort",
+            str(port),
+            "--inMemoryPersistence",
+            "--extentMemoryLimit",
+            "2048",
+            "--skipApiVersionCheck",
+            "--silent",
+        ]
+    )
+    server = Server(process, port, None)
+    try:
+        wait_http(port, process)
+        yield server
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def sshd(work: Path) -> Iterator[Server]:
+    """OpenSSH's sshd on a loopback port with throwaway host and client keys.
+
+    ``work/ssh/client`` is the client key; ``work/root`` is an empty directory to probe.
+    """
+    ssh = work / "ssh"
+    ssh.mkdir(parents=True)
+    Path("/run/sshd").mkdir(parents=True, exist_ok=True)
+    for name in ("host", "client", "other"):
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(ssh / name)], check=True
+        )
+    shutil.copy(ssh / "client.pub", ssh / "authorized_keys")
+    (work / "root").mkdir()
+    port = free_port()
+    (ssh / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {ssh / 'host'}\n"
+        f"PidFile {ssh / 'sshd.pid'}\nAuthorizedKeysFile {ssh / 'authorized_keys'}\n"
+        "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+        "PermitRootLogin prohibit-password\nUsePAM no\nStrictModes no\n"
+        "MaxSessions 64\nMaxStartups 64\nSubsystem sftp internal-sftp\n"
+    )
+    process = _spawn(["/usr/sbin/sshd", "-D", "-e", "-f", str(ssh / "sshd_config")])
+    server = Server(process, port, work / "root")
+    try:
+        wait_tcp(port, process)
         yield server
     finally:
         server.stop()

@@ -16,6 +16,7 @@ def make_result(elapsed: list[int], workload: Workload | None = None, **kwargs: 
         "workload": workload,
         "url": "s3://bench/dir",
         "protocol": "s3",
+        "backend": "s3fs",
         "streams": 1,
         "effective_streams": 1,
         "strategy": "objects: one request per object, 1 at a time",
