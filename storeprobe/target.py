@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
 import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -73,6 +74,21 @@ _PERMISSION_CODES = (
     "AuthenticationFailed",
     "AuthorizationFailure",
 )
+
+
+def _default_known_hosts() -> Any:
+    """``~/.ssh/known_hosts``, or no known hosts at all: never trust an unknown host key.
+
+    sshfs alone would pass ``known_hosts=None`` to asyncssh, which accepts any host key.
+    """
+    path = os.path.expanduser("~/.ssh/known_hosts")
+    if os.path.exists(path):
+        return path
+    try:
+        import asyncssh
+    except ImportError:
+        return None  # sshfs is missing too: the import error will say which extra
+    return asyncssh.import_known_hosts("")
 
 
 def _protocol_of(fs: fsspec.AbstractFileSystem) -> str:
@@ -136,6 +152,8 @@ class Target:
         kwargs = {"skip_instance_cache": True, **options}
         if protocol in _LISTING_CACHED:
             kwargs.setdefault("use_listings_cache", False)
+        if protocol in ("sftp", "ssh") and "known_hosts" not in kwargs:
+            kwargs["known_hosts"] = _default_known_hosts()
         try:
             fs, path = url_to_fs(url, **kwargs)
         except ImportError:
