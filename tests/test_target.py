@@ -10,6 +10,9 @@ from storeprobe.redaction import redact_options, redact_url, scrub, secret_value
 
 def test_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "gcsfs", None)  # as if gcsfs were not installed
+    for protocol in ("gs", "gcs"):  # and not imported yet by an earlier test
+        registry = sys.modules["fsspec.registry"]._registry
+        monkeypatch.delitem(registry, protocol, raising=False)
     with pytest.raises(MissingDependencyError, match=r"pip install 'storeprobe\[gcs\]'") as info:
         Probe.from_url("gs://bucket/dir")
     assert isinstance(info.value, ImportError)
