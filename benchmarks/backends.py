@@ -25,11 +25,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
 
-import s3fs  # noqa: E402
+import s3fs
 
-from storeprobe import Probe, Result, Workload, dump_results  # noqa: E402
-from tests.conftest import gcs_options, obstore_fs, s3_options, ssh_options  # noqa: E402
-from tests.servers import (  # noqa: E402
+from storeprobe import Probe, Result, Workload, dump_results
+from tests.conftest import gcs_options, obstore_fs, s3_options, ssh_options
+from tests.servers import (
     S3_KEY,
     S3_SECRET,
     azure_connection_string,
