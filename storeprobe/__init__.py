@@ -25,6 +25,7 @@ from storeprobe.errors import (
     UnitError,
 )
 from storeprobe.probe import Probe
+from storeprobe.report import ResultSet
 from storeprobe.result import SCHEMA_VERSION, Result, Sample, dump_results, load_results
 from storeprobe.target import Target
 from storeprobe.units import format_rate, format_size, parse_size
@@ -44,6 +45,7 @@ __all__ = [
     "Probe",
     "Result",
     "ResultFormatError",
+    "ResultSet",
     "Sample",
     "StoreProbeError",
     "StoreProbeWarning",

@@ -11,13 +11,17 @@ import json
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fsspec.callbacks import Callback
+
 from storeprobe.errors import ConfigurationError, StoreProbeError
 from storeprobe.probe import Probe
-from storeprobe.result import Result, dump_results
+from storeprobe.report import CROWN, ResultSet
+from storeprobe.result import Result
 from storeprobe.units import format_size
 from storeprobe.workload import Workload
 
@@ -44,7 +48,12 @@ def _parser() -> argparse.ArgumentParser:
             "a URL, a fresh temporary directory on the local disk is probed."
         ),
     )
-    run.add_argument("url", nargs="?", help="fsspec URL, e.g. s3://bucket/dir or /mnt/disk")
+    run.add_argument(
+        "urls",
+        nargs="*",
+        metavar="URL",
+        help="fsspec URLs, e.g. s3://bucket/dir or /mnt/disk (default: a temporary local dir)",
+    )
     run.add_argument(
         "--streams",
         type=int,
@@ -75,7 +84,47 @@ def _parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=300.0, help="seconds per request (default: 300)"
     )
     run.add_argument("--no-verify", action="store_true", help="skip checking downloaded bytes")
-    run.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
+    run.add_argument(
+        "--json",
+        type=Path,
+        metavar="FILE",
+        help="also write the results as JSON; results already in FILE are kept",
+    )
+
+    report = commands.add_parser(
+        "report",
+        help="comparison tables (and a chart) from saved results",
+        description="Read result files written by 'run --json' and print comparison tables.",
+    )
+    report.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    report.add_argument("--format", choices=["markdown", "csv"], default="markdown")
+    report.add_argument(
+        "--by",
+        choices=["environment", "probe"],
+        default="environment",
+        help="environment: one table per probe, environments as columns, winner crowned; "
+        "probe: one table, targets × probes with each stream count side by side",
+    )
+    report.add_argument("--plain", action="store_true", help="mark winners with * not 👑")
+    report.add_argument(
+        "--plot", type=Path, metavar="IMAGE", help="also save a bar chart (.png or .svg)"
+    )
+
+    sweep = commands.add_parser(
+        "sweep",
+        help="throughput against the number of streams",
+        description="Run one probe at several stream counts and name the saturation point: "
+        "the fewest streams reaching 95 %% of the best throughput.",
+    )
+    sweep.add_argument("url", metavar="URL")
+    sweep.add_argument("--operation", choices=["upload", "download"], default="download")
+    sweep.add_argument("--workload", default="small", metavar="SPEC")
+    sweep.add_argument("--streams", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32], metavar="N")
+    sweep.add_argument("--repeats", type=int, default=3)
+    sweep.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE")
+    sweep.add_argument("--label")
+    sweep.add_argument("--json", type=Path, metavar="FILE")
+    sweep.add_argument("--plot", type=Path, metavar="IMAGE")
     return parser
 
 
@@ -138,19 +187,47 @@ def render_table(results: Sequence[Result]) -> str:
     return "\n".join([line(rows[0]), rule, *(line(row) for row in rows[1:])])
 
 
+class _Progress(Callback):  # type: ignore[misc]  # fsspec ships no type hints
+    """A one-line progress display on standard error (terminals only)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.name = ""
+        self.started = time.monotonic()
+
+    def set_size(self, size: int | None) -> None:
+        super().set_size(size)
+        self.started = time.monotonic()
+
+    def call(self, *args: Any, **kwargs: Any) -> None:
+        if not self.size:
+            return
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        rate = self.value / elapsed / 1024**2
+        percent = 100 * self.value / self.size
+        print(f"\r  {self.name}: {percent:5.1f} % {rate:9.2f} MiB/s", end="", file=sys.stderr)
+        if self.value >= self.size:
+            print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
+
+
+def _progress() -> _Progress | None:
+    return _Progress() if sys.stderr.isatty() else None
+
+
 def _run(args: argparse.Namespace) -> int:
     workloads = [Workload.parse(spec) for spec in (args.workload or ["small", "large"])]
     options = _options(args.option)
     temporary: str | None = None
-    url = args.url
-    if url is None:
+    urls = list(args.urls)
+    if not urls:
         temporary = tempfile.mkdtemp(prefix="storeprobe-local-")
-        url = temporary
+        urls = [temporary]
         print(f"probing a temporary directory on the local disk: {temporary}", file=sys.stderr)
-    results: list[Result] = []
+    progress = _progress()
+    results = ResultSet()
     try:
-        for streams in args.streams:
-            probe = Probe.from_url(
+        probes = [
+            Probe.from_url(
                 url,
                 options,
                 streams=streams,
@@ -158,23 +235,72 @@ def _run(args: argparse.Namespace) -> int:
                 timeout=args.timeout,
                 verify=not args.no_verify,
                 label=args.label,
+                callback=progress,
             )
+            for url in urls
+            for streams in args.streams
+        ]
+        for probe in probes:
             for workload in workloads:
                 for operation in ("upload", "download"):
+                    if progress is not None:
+                        progress.name = f"{operation} {workload.label} ({probe.target.url})"
                     result = probe.measure(operation, workload)
-                    results.append(result)
+                    results.add(result)
                     print(f"  {result}", file=sys.stderr)
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
-    print(render_table(results))
+    print(render_table(list(results)))
+    _print_problems(results)
+    if args.json is not None:
+        results.save(args.json)
+    return EXIT_OK if all(result.ok for result in results) else EXIT_FAILED
+
+
+def _print_problems(results: ResultSet) -> None:
     for result in results:
         for warning in result.warnings:
             print(f"warning: {result.probe}: {warning}", file=sys.stderr)
         for error in result.errors:
             print(f"error: {result.probe}: {error}", file=sys.stderr)
+
+
+def _report(args: argparse.Namespace) -> int:
+    results = ResultSet.load(*args.files)
+    if not len(results):
+        raise ConfigurationError("the result files hold no results")
+    crown = "*" if args.plain else CROWN
+    print(results.table(by=args.by, format=args.format, crown=crown))
+    if args.plot is not None:
+        from storeprobe.plot import plot_probes
+
+        plot_probes(results).savefig(args.plot)
+        print(f"chart written to {args.plot}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    workload = Workload.parse(args.workload)
+    probe = Probe.from_url(
+        args.url,
+        _options(args.option),
+        repeats=args.repeats,
+        label=args.label,
+        callback=_progress(),
+    )
+    results = probe.sweep(args.operation, workload, streams=args.streams)
+    print(render_table(list(results)))
+    _print_problems(results)
+    saturation = results.saturation()
+    if saturation is not None:
+        print(f"saturation: {saturation} stream(s) reach 95 % of the best throughput")
     if args.json is not None:
-        args.json.write_text(dump_results(results) + "\n")
+        results.save(args.json)
+    if args.plot is not None:
+        from storeprobe.plot import plot_streams
+
+        plot_streams(results).savefig(args.plot)
     return EXIT_OK if all(result.ok for result in results) else EXIT_FAILED
 
 
@@ -182,8 +308,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``storeprobe`` and ``python -m storeprobe``; returns the exit code."""
     parser = _parser()
     args = parser.parse_args(argv)
+    commands = {"run": _run, "report": _report, "sweep": _sweep}
     try:
-        return _run(args)
+        return commands[args.command](args)
     except ConfigurationError as exc:
         print(f"storeprobe: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -26,10 +26,12 @@ import attrs
 import fsspec
 from attrs import define, field
 from fsspec.asyn import sync
+from fsspec.callbacks import Callback
 
 from storeprobe.backends import Backend
 from storeprobe.environment import Environment, check_label
 from storeprobe.errors import ConfigurationError, StoreProbeWarning
+from storeprobe.report import ResultSet
 from storeprobe.result import OPERATIONS, Operation, Result, Sample
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Plan, Timings, run_async, run_sync
@@ -83,7 +85,9 @@ class Probe:
     ``effective_streams`` say what was done). ``timeout`` bounds each request, in
     seconds. ``part_size`` (bytes or ``"16MiB"``) sets the part size when one object is
     split; by default about four parts per stream, at least the backend's minimum.
-    ``clock`` returns nanoseconds and is replaceable for tests.
+    ``clock`` returns nanoseconds and is replaceable for tests. ``callback`` (an
+    ``fsspec.callbacks.Callback``, e.g. ``TqdmCallback``) is told the bytes of each
+    timed repeat (``set_size``) and of each request as it completes (``relative_update``).
     """
 
     fs: fsspec.AbstractFileSystem
@@ -101,6 +105,7 @@ class Probe:
     )
     label: str | None = field(default=None, kw_only=True)
     clock: Clock = field(default=time.perf_counter_ns, kw_only=True, repr=False)
+    callback: Callback | None = field(default=None, kw_only=True, repr=False)
     target: Target = field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -135,10 +140,40 @@ class Probe:
         """Download 1 × 256 MiB."""
         return self.download(Workload.large())
 
-    def run(self, workloads: Sequence[Workload] | None = None) -> list[Result]:
+    def run(self, workloads: Sequence[Workload] | None = None) -> ResultSet:
         """Upload and download each workload (default: small, then large)."""
         chosen = list(workloads) if workloads is not None else [Workload.small(), Workload.large()]
-        return [self.measure(op, workload) for workload in chosen for op in OPERATIONS]
+        return ResultSet([self.measure(op, workload) for workload in chosen for op in OPERATIONS])
+
+    def with_streams(self, streams: int) -> Probe:
+        """The same probe (same target and options) with another stream count."""
+        probe = Probe(
+            self.fs,
+            self.path,
+            streams=streams,
+            repeats=self.repeats,
+            verify=self.verify,
+            timeout=self.timeout,
+            part_size=self.part_size,
+            label=self.label,
+            clock=self.clock,
+            callback=self.callback,
+        )
+        probe.target = self.target
+        return probe
+
+    def sweep(
+        self,
+        operation: Operation,
+        workload: Workload,
+        streams: Sequence[int] = (1, 2, 4, 8, 16, 32),
+    ) -> ResultSet:
+        """Run one probe at each stream count; ``.saturation()`` on the returned set
+        names the smallest count reaching 95 % of the best throughput."""
+        if not streams:
+            raise ConfigurationError("sweep needs at least one stream count")
+        probes = [self.with_streams(count) for count in streams]  # validates every count first
+        return ResultSet([probe.measure(operation, workload) for probe in probes])
 
     def upload(self, workload: Workload) -> Result:
         """Time writing ``workload`` to fresh names."""
@@ -225,7 +260,7 @@ class Probe:
         plan = shape.upload_plan(backend, workload, names, timed=operation == "upload")
         if operation == "upload":
             backend.fs.invalidate_cache()
-            timings = self._execute(plan)
+            timings = self._execute(plan, timed=True, total=workload.total_bytes)
             self._check_moved(timings, workload)
             return self._sample(timings, plan.inner_streams)
         self._execute(plan)  # untimed setup upload, same streams
@@ -233,23 +268,34 @@ class Probe:
         backend.after_upload(names)
         backend.fs.invalidate_cache()
         plan, pieces = shape.download_plan(backend, workload, names)
-        timings = self._execute(plan)
+        timings = self._execute(plan, timed=True, total=workload.total_bytes)
         self._check_moved(timings, workload)
         if self.verify:
             _verify(workload, pieces)
         return self._sample(timings, plan.inner_streams)
 
-    def _execute(self, plan: Plan) -> Timings:
+    def _execute(self, plan: Plan, *, timed: bool = False, total: int = 0) -> Timings:
         backend = self.target.backend
+        progress = None
+        if timed and self.callback is not None:
+            self.callback.set_size(total)
+            self.callback.absolute_update(0)
+            progress = self.callback.relative_update
         try:
             if backend.is_async:
                 with warnings.catch_warnings():
                     # aiohttp advises streaming bodies over 1 MiB; parts are sent whole on purpose
                     warnings.filterwarnings("ignore", message="Sending a large body directly")
                     return sync(  # type: ignore[no-any-return]
-                        backend.fs.loop, run_async, plan, self.streams, self.clock, self.timeout
+                        backend.fs.loop,
+                        run_async,
+                        plan,
+                        self.streams,
+                        self.clock,
+                        self.timeout,
+                        progress,
                     )
-            return run_sync(plan, self.streams, self.clock)
+            return run_sync(plan, self.streams, self.clock, progress)
         except BaseException:
             for hook in plan.on_failure:
                 try:

@@ -213,6 +213,33 @@ class Result:
             text += f", {len(self.errors)} failed repeat{'s' if len(self.errors) != 1 else ''}"
         return text
 
+    def _repr_html_(self) -> str:
+        """A compact HTML table for notebooks."""
+        import html
+
+        if self.samples:
+            scale = 1024.0 if self.rate_unit == "KiB/s" else 1024.0**2
+            best = f"{self.bytes_per_s / scale:.2f} {self.rate_unit}"
+            median = f"{self.median_bytes_per_s / scale:.2f} {self.rate_unit}"
+        else:
+            best = median = "failed"
+        rows = [
+            ("probe", self.probe),
+            ("target", f"{self.url} ({self.backend})"),
+            ("streams", f"{self.streams} (effective {self.effective_streams})"),
+            ("best", best),
+            ("median", median),
+            ("repeats ok", f"{len(self.samples)} of {len(self.samples) + len(self.errors)}"),
+            ("strategy", self.strategy),
+            *(("warning", warning) for warning in self.warnings),
+            *(("error", error) for error in self.errors),
+        ]
+        body = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+            for k, v in rows
+        )
+        return f"<table>{body}</table>"
+
     def __repr__(self) -> str:
         figure = f"{self.kib_per_s:.2f} KiB/s" if self.samples else "no samples"
         return (

@@ -67,8 +67,9 @@ class Timings:
 class _Tracker:
     """Records request timings and the largest number of requests in flight at once."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, progress: Callable[[int], None] | None = None) -> None:
         self.clock = clock
+        self.progress = progress
         self.records: list[tuple[int, int, int]] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -85,6 +86,8 @@ class _Tracker:
         with self.lock:
             self.in_flight -= 1
             self.records.append((start, end, nbytes))
+        if self.progress is not None and nbytes:
+            self.progress(nbytes)
 
     def abandon(self) -> None:
         with self.lock:
@@ -117,10 +120,17 @@ async def _run_phase_async(
 
 
 async def run_async(
-    plan: Plan, streams: int, clock: Clock, timeout: float | None = None
+    plan: Plan,
+    streams: int,
+    clock: Clock,
+    timeout: float | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Timings:
-    """Run ``plan`` (coroutine jobs) on the running loop with ≤ ``streams`` in flight."""
-    tracker = _Tracker(clock)
+    """Run ``plan`` (coroutine jobs) on the running loop with ≤ ``streams`` in flight.
+
+    ``progress`` is called with the payload bytes of each request as it completes.
+    """
+    tracker = _Tracker(clock, progress)
     for phase in plan.phases:
         await _run_phase_async(phase, streams, tracker, timeout)
     return Timings.from_records(tracker.records, tracker.max_in_flight)
@@ -157,9 +167,11 @@ def _run_phase_sync(jobs: Sequence[SyncJob], streams: int, tracker: _Tracker) ->
         raise errors[0]  # type: ignore[misc]
 
 
-def run_sync(plan: Plan, streams: int, clock: Clock) -> Timings:
+def run_sync(
+    plan: Plan, streams: int, clock: Clock, progress: Callable[[int], None] | None = None
+) -> Timings:
     """Run ``plan`` (plain callables) in a thread pool with ≤ ``streams`` in flight."""
-    tracker = _Tracker(clock)
+    tracker = _Tracker(clock, progress)
     for phase in plan.phases:
         _run_phase_sync(phase, streams, tracker)
     return Timings.from_records(tracker.records, tracker.max_in_flight)
