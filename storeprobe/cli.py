@@ -18,7 +18,7 @@ from typing import Any
 
 from fsspec.callbacks import Callback
 
-from storeprobe.errors import ConfigurationError, StoreProbeError
+from storeprobe.errors import ConfigurationError, ResultFormatError, StoreProbeError
 from storeprobe.probe import Probe
 from storeprobe.report import CROWN, ResultSet
 from storeprobe.result import Result
@@ -311,12 +311,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {"run": _run, "report": _report, "sweep": _sweep}
     try:
         return commands[args.command](args)
-    except ConfigurationError as exc:
+    except (ConfigurationError, ResultFormatError) as exc:
         print(f"storeprobe: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except StoreProbeError as exc:
         print(f"storeprobe: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except FileNotFoundError as exc:
+        if args.command != "report":
+            raise
+        print(f"storeprobe: error: no such results file: {exc.filename}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("storeprobe: interrupted; cleanup ran for what was written", file=sys.stderr)
         return 130

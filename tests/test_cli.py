@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import subprocess
 import sys
@@ -115,3 +117,85 @@ def test_cli_against_the_s3_server_never_prints_the_secret(
     assert len(table) == 2 + 4
     assert S3_SECRET not in completed.stdout + completed.stderr + out.read_text()
     assert [r.streams for r in load_results(out.read_text())] == [1, 1, 4, 4]
+
+
+def test_run_two_targets_then_report_and_plot(
+    s3_server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "results.json"
+    local = tmp_path / "disk"
+    local.mkdir()
+    endpoint = json.dumps({"endpoint_url": s3_server.endpoint, "region_name": "us-east-1"})
+    argv = ["run", str(local), "s3://bench/cli-report", "--streams", "1", "2", "--repeats", "1"]
+    argv += ["--workload", "8x4KiB", "-o", f"key={S3_KEY}", "-o", f"secret={S3_SECRET}"]
+    argv += ["-o", f"client_kwargs={endpoint}", "--label", "laptop", "--json", str(results)]
+    assert main(argv) == 0, capsys.readouterr().err
+    # a second run into the same file keeps the first one
+    assert (
+        main(
+            [
+                *argv[:2],
+                "--repeats",
+                "1",
+                "--workload",
+                "8x4KiB",
+                "--label",
+                "vm",
+                "--json",
+                str(results),
+            ]
+        )
+        == 0
+    )
+    assert len(load_results(results.read_text())) == 8 + 2
+    capsys.readouterr()
+
+    chart = tmp_path / "chart.png"
+    assert main(["report", str(results), "--plot", str(chart)]) == 0
+    out = capsys.readouterr().out
+    assert "**upload 8 × 4 KiB, 1 stream**" in out
+    assert "laptop (KiB/s)" in out
+    assert "vm (KiB/s)" in out
+    assert "👑" in out
+    assert chart.read_bytes().startswith(b"\x89PNG")
+
+    assert main(["report", str(results), "--format", "csv", "--by", "probe", "--plain"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert {row["target"] for row in rows} == {f"file://{local}", "s3://bench/cli-report"}
+    assert S3_SECRET not in results.read_text()
+
+
+def test_report_refuses_a_wrong_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "storeprobe.results", "version": 99, "results": []}')
+    assert main(["report", str(bad)]) == 2
+    assert "version 99" in capsys.readouterr().err
+
+
+def test_sweep_names_the_saturation_point(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "sweep.json"
+    code = main(
+        [
+            "sweep",
+            str(tmp_path),
+            "--workload",
+            "16x4KiB",
+            "--streams",
+            "1",
+            "2",
+            "4",
+            "--repeats",
+            "1",
+            "--json",
+            str(out),
+            "--plot",
+            str(tmp_path / "s.svg"),
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "saturation:" in printed
+    assert [r.streams for r in load_results(out.read_text())] == [1, 2, 4]
+    assert (tmp_path / "s.svg").read_text().startswith("<?xml")

@@ -17,6 +17,10 @@ RUN_HERE = {"quickstart.py", "save_results.py", "s3_streams.py"}
 
 def test_no_example_is_left_out() -> None:
     assert {path.name for path in EXAMPLES.glob("*.py")} == RUN_HERE
+    # the notebook runs in tests/test_notebook.py
+    assert {path.name for path in EXAMPLES.iterdir() if path.suffix not in (".py",)} == {
+        "notebook.ipynb"
+    }
 
 
 @pytest.mark.parametrize("name", sorted(RUN_HERE))

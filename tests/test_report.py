@@ -1,0 +1,233 @@
+"""ResultSet tables, files, pandas, HTML and plots, from constructed Results."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from fsspec.callbacks import Callback
+
+from storeprobe import ConfigurationError, Environment, Probe, Result, ResultSet, Sample, Workload
+from storeprobe.plot import plot_probes, plot_streams
+
+
+def env(label: str) -> Environment:
+    return Environment(hostname="h", cpu_count=2, platform="p", python="3.11", label=label)
+
+
+def result(
+    url: str,
+    label: str,
+    seconds: float,
+    *,
+    workload: Workload | None = None,
+    operation: str = "upload",
+    streams: int = 1,
+    backend: str = "s3fs",
+    protocol: str = "s3",
+) -> Result:
+    workload = workload or Workload.small()
+    return Result(
+        operation=operation,  # type: ignore[arg-type]
+        workload=workload,
+        url=url,
+        protocol=protocol,
+        backend=backend,
+        streams=streams,
+        effective_streams=streams,
+        strategy="objects",
+        samples=[
+            Sample(
+                nbytes=workload.total_bytes,
+                elapsed_ns=int(seconds * 1e9),
+                latencies_ns=[1],
+                max_in_flight=streams,
+            )
+        ],
+        environment=env(label),
+    )
+
+
+@pytest.fixture
+def two_by_two() -> ResultSet:
+    # 4 MiB small workload: 1 s = 4096 KiB/s, 2 s = 2048 KiB/s, 0.5 s = 8192 KiB/s
+    return ResultSet(
+        [
+            result("s3://a", "home", 1.0),
+            result("s3://b", "home", 2.0),
+            result("s3://a", "ec2", 2.0),
+            result("s3://b", "ec2", 0.5),
+        ]
+    )
+
+
+def test_table_by_environment_values_units_and_winner(two_by_two: ResultSet) -> None:
+    table = two_by_two.table(by="environment")
+    lines = table.splitlines()
+    assert lines[0] == "**upload small, 1 stream**"
+    assert lines[2].split("|")[1:-1] == [
+        " target ",
+        " home (KiB/s) ",
+        " ec2 (KiB/s) ",
+    ]
+    row_a = [cell.strip() for cell in lines[4].split("|")[1:-1]]
+    row_b = [cell.strip() for cell in lines[5].split("|")[1:-1]]
+    assert row_a == ["s3://a", "4096.00 👑", "2048.00"]
+    assert row_b == ["s3://b", "2048.00", "8192.00 👑"]
+    assert lines[3].endswith(":|")  # numbers right-aligned
+    assert "8192.00 *" in two_by_two.table(crown="*")
+
+
+def test_table_by_probe_puts_streams_side_by_side() -> None:
+    large = Workload.large()
+    results = ResultSet(
+        [
+            result("s3://a", "home", 1.0),
+            result("s3://a", "home", 0.5, streams=4),
+            result("s3://a", "home", 2.0, workload=large, operation="download"),
+            result(
+                "gs://c",
+                "home",
+                1.0,
+                workload=large,
+                operation="download",
+                backend="gcsfs",
+                protocol="gs",
+            ),
+        ]
+    )
+    lines = results.table(by="probe").splitlines()
+    header = [cell.strip() for cell in lines[2].split("|")[1:-1]]
+    assert header == [
+        "target",
+        "upload small, 1 stream (KiB/s)",
+        "upload small, 4 streams (KiB/s)",
+        "download large, 1 stream (MiB/s)",
+    ]
+    assert [c.strip() for c in lines[4].split("|")[1:-1]] == [
+        "s3://a",
+        "4096.00",
+        "8192.00",
+        "128.00",
+    ]
+    assert [c.strip() for c in lines[5].split("|")[1:-1]] == ["gs://c", "", "", "256.00 👑"]
+
+
+def test_csv_parses_back(two_by_two: ResultSet) -> None:
+    rows = list(csv.DictReader(io.StringIO(two_by_two.table(format="csv"))))
+    assert len(rows) == 4
+    winners = {(r["target"], r["column"]) for r in rows if r["winner"] == "1"}
+    assert winners == {("s3://a", "home"), ("s3://b", "ec2")}
+    assert {r["unit"] for r in rows} == {"KiB/s"}
+    assert sorted(float(r["value"]) for r in rows) == [2048.0, 2048.0, 4096.0, 8192.0]
+
+
+def test_best_of_several_runs_and_backend_in_label() -> None:
+    results = ResultSet(
+        [
+            result("s3://a", "home", 2.0),
+            result("s3://a", "home", 1.0),
+            result("s3://a", "home", 0.25, backend="obstore"),
+        ]
+    )
+    assert results.targets == ["s3://a", "s3://a (obstore)"]
+    table = results.table()
+    assert "4096.00" in table
+    assert "16384.00 👑" in table
+
+
+def test_save_appends_and_never_loses_earlier_runs(tmp_path: Path, two_by_two: ResultSet) -> None:
+    path = tmp_path / "results.json"
+    ResultSet(two_by_two.results[:2]).save(path)
+    ResultSet(two_by_two.results[2:]).save(path)
+    ResultSet(two_by_two.results[2:]).save(path)  # the same results again: kept once
+    assert ResultSet.load(path).results == two_by_two.results
+    assert json.loads(path.read_text())["version"] == 1
+    path.write_text('{"schema": "storeprobe.results", "version": 7, "results": []}')
+    with pytest.raises(ValueError, match="version 7"):
+        two_by_two.save(path)
+    assert 'version": 7' in path.read_text()  # an unreadable file is never overwritten
+
+
+def test_filter_and_merge(two_by_two: ResultSet) -> None:
+    assert len(two_by_two.filter(environment="home")) == 2
+    assert len(two_by_two.filter(url="s3://b", environment="ec2")) == 1
+    assert len(two_by_two.filter(lambda r: r.kib_per_s > 3000)) == 2
+    assert len(two_by_two.merge(two_by_two)) == 4
+    assert two_by_two.environments == ["home", "ec2"]
+    with pytest.raises(ConfigurationError):
+        ResultSet(["not a result"])  # type: ignore[list-item]
+
+
+def test_to_pandas_one_tidy_row_per_result(two_by_two: ResultSet) -> None:
+    frame = two_by_two.to_pandas()
+    assert len(frame) == 4
+    assert list(frame["environment"]) == ["home", "home", "ec2", "ec2"]
+    assert list(frame["kib_per_s"]) == [4096.0, 2048.0, 2048.0, 8192.0]
+
+
+def test_html_reprs(two_by_two: ResultSet) -> None:
+    assert two_by_two._repr_html_().count("<tr>") == 5
+    assert "4096.00 KiB/s" in two_by_two[0]._repr_html_()
+    assert "<script>" not in result("s3://<script>", "x", 1.0)._repr_html_()
+
+
+def test_saturation_point() -> None:
+    sweep = ResultSet(
+        [
+            result("s3://a", "home", seconds, streams=streams)
+            for streams, seconds in [(1, 4.0), (2, 2.0), (4, 1.02), (8, 1.0), (16, 1.01)]
+        ]
+    )
+    assert sweep.saturation() == 4  # 1/1.02 ≥ 0.95 of the best
+    assert sweep.saturation(1.0) == 8
+    with pytest.raises(ConfigurationError):
+        sweep.add(result("s3://other", "home", 1.0)).saturation()
+
+
+def test_sweep_runs_each_stream_count(tmp_path: Path) -> None:
+    probe = Probe.from_url(str(tmp_path), repeats=1)
+    sweep = probe.sweep("upload", Workload(count=8, size="4KiB"), streams=[1, 2, 4])
+    assert [r.streams for r in sweep] == [1, 2, 4]
+    assert sweep.saturation() in (1, 2, 4)
+    with pytest.raises(ConfigurationError):
+        probe.sweep("upload", Workload.small(), streams=[1, 0])
+
+
+class Recorder(Callback):  # type: ignore[misc]
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: list[int] = []
+        self.updates = 0
+
+    def set_size(self, size: int) -> None:
+        super().set_size(size)
+        self.sizes.append(size)
+
+    def call(self, *args: object, **kwargs: object) -> None:
+        self.updates += 1
+
+
+def test_progress_goes_through_an_fsspec_callback(tmp_path: Path) -> None:
+    recorder = Recorder()
+    probe = Probe.from_url(str(tmp_path), repeats=2, callback=recorder)
+    probe.download(Workload(count=8, size="4KiB"))
+    assert recorder.sizes == [32768, 32768]
+    assert recorder.value == 32768
+    assert recorder.updates >= 16
+
+
+def test_plots_are_written(tmp_path: Path, two_by_two: ResultSet) -> None:
+    figure = plot_probes(two_by_two)
+    figure.savefig(tmp_path / "bars.png")
+    figure.savefig(tmp_path / "bars.svg")
+    sweep = [result("s3://a", "home", 4.0 / s, streams=s) for s in (1, 2, 4, 8)]
+    plot_streams(sweep).savefig(tmp_path / "streams.png")
+    for name in ("bars.png", "bars.svg", "streams.png"):
+        assert (tmp_path / name).stat().st_size > 1000
+    assert (tmp_path / "bars.png").read_bytes().startswith(b"\x89PNG")
+    with pytest.raises(ConfigurationError):
+        plot_probes([])
