@@ -66,6 +66,8 @@ class Backend:
 
     def __init__(self, fs: fsspec.AbstractFileSystem) -> None:
         self.fs = fs
+        #: failed attempts the client retried on its own, when the backend can see them
+        self.retries: int | None = None
         if self.name in ("generic", "async", "sync"):
             self.name = type(fs).__name__
 
@@ -183,6 +185,27 @@ class S3Backend(AsyncBackend):
                 f"bucket {bucket!r} does not exist or is not visible with these credentials: "
                 "create it or choose another"
             ) from None
+        self._watch_retries()
+
+    def _watch_retries(self) -> None:
+        """Count the attempts botocore retries (5xx, throttling, dropped connections)."""
+        if self.retries is not None:
+            return
+        client = getattr(self.fs, "s3", None)
+        if client is None:
+            return
+        self.retries = 0
+
+        def count(response: Any = None, caught_exception: Any = None, **_: Any) -> None:
+            status = None
+            if response is not None:
+                status = response[1].get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if caught_exception is not None or (
+                status is not None and (status >= 500 or status == 429)
+            ):
+                self.retries = (self.retries or 0) + 1
+
+        client.meta.events.register_first("needs-retry.s3", count)
 
     def make_prefix(self, prefix: str) -> None:
         return None

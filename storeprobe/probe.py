@@ -16,7 +16,9 @@ happens, a ``finally`` deletes every name the probe recorded and removes the pre
 
 from __future__ import annotations
 
+import asyncio
 import math
+import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -30,7 +32,7 @@ from fsspec.callbacks import Callback
 
 from storeprobe.backends import Backend
 from storeprobe.environment import Environment, check_label
-from storeprobe.errors import ConfigurationError, StoreProbeWarning
+from storeprobe.errors import ConfigurationError, StoreProbeWarning, TargetUnreachableError
 from storeprobe.report import ResultSet
 from storeprobe.result import OPERATIONS, Operation, Result, Sample
 from storeprobe.target import Target
@@ -197,10 +199,10 @@ class Probe:
         backend = target.backend
         environment = Environment.capture(self.label)
         shape = _Shape.choose(backend, workload, self.streams, self.part_size)
+        prefix = target.new_prefix()
         try:
-            backend.check_root(target.root)
-            prefix = target.new_prefix()
-            backend.make_prefix(prefix)
+            _bounded(lambda: backend.check_root(target.root), self.timeout)
+            _bounded(lambda: backend.make_prefix(prefix), self.timeout)
         except Exception as exc:
             raise target.translate(exc, "preparing the run") from None
 
@@ -231,6 +233,13 @@ class Probe:
                 pass
             except Exception as exc:
                 leftovers.append(f"{prefix} ({target.describe_error(exc)})")
+        retried = sum(sample.retries or 0 for sample in samples)
+        if retried:
+            warnings.append(
+                f"the client retried {retried} failed request(s) inside the timed windows: "
+                "the figures include the failures and retry delays; check the storage's "
+                "health or rate limits and run again"
+            )
         if leftovers:
             warnings.append(
                 f"cleanup could not delete {len(leftovers)} item(s) under {prefix}: "
@@ -260,19 +269,23 @@ class Probe:
         plan = shape.upload_plan(backend, workload, names, timed=operation == "upload")
         if operation == "upload":
             backend.fs.invalidate_cache()
+            retries_before = backend.retries
             timings = self._execute(plan, timed=True, total=workload.total_bytes)
             self._check_moved(timings, workload)
-            return self._sample(timings, plan.inner_streams)
+            return self._sample(
+                timings, plan.inner_streams, _delta(backend.retries, retries_before)
+            )
         self._execute(plan)  # untimed setup upload, same streams
         del plan
         backend.after_upload(names)
         backend.fs.invalidate_cache()
         plan, pieces = shape.download_plan(backend, workload, names)
+        retries_before = backend.retries
         timings = self._execute(plan, timed=True, total=workload.total_bytes)
         self._check_moved(timings, workload)
         if self.verify:
             _verify(workload, pieces)
-        return self._sample(timings, plan.inner_streams)
+        return self._sample(timings, plan.inner_streams, _delta(backend.retries, retries_before))
 
     def _execute(self, plan: Plan, *, timed: bool = False, total: int = 0) -> Timings:
         backend = self.target.backend
@@ -314,41 +327,63 @@ class Probe:
             raise OSError(f"moved {moved} bytes where the workload has {workload.total_bytes}")
 
     @staticmethod
-    def _sample(timings: Timings, inner_streams: int = 1) -> Sample:
+    def _sample(timings: Timings, inner_streams: int = 1, retries: int | None = None) -> Sample:
         return Sample(
             nbytes=int(timings.nbytes.sum()),
             elapsed_ns=int(timings.end_ns.max() - timings.start_ns.min()),
             latencies_ns=timings.end_ns - timings.start_ns,
             max_in_flight=timings.max_in_flight * inner_streams,
+            retries=retries,
         )
 
     def _delete(self, names: Sequence[str]) -> list[str]:
-        """Delete ``names`` (untimed, ≤ streams at once); return those that remain."""
+        """Delete ``names`` (untimed, ≤ streams at once); return those that remain.
+
+        Each name is deleted on its own (never a recursive or listing delete). Once the
+        storage is unreachable, the remaining names are not attempted: they are reported.
+        """
         backend = self.target.backend
         failed: list[str] = []
+        unreachable: list[str] = []
+
+        def record(name: str, exc: Exception) -> None:
+            error = self.target.translate(exc, "deleting")
+            if isinstance(error, TargetUnreachableError) or isinstance(exc, TimeoutError):
+                unreachable.append(self.target.describe_error(exc))
+            failed.append(f"{name} ({self.target.describe_error(exc)})")
+
+        def skipped(name: str) -> bool:
+            if unreachable:
+                failed.append(f"{name} (not attempted: {unreachable[0]})")
+                return True
+            return False
 
         def tolerant(name: str) -> Any:
             job = backend.delete(name)
             if backend.is_async:
 
                 async def run_async_job() -> int:
+                    if skipped(name):
+                        return 0
                     try:
-                        await job()
+                        await asyncio.wait_for(job(), self.timeout)
                     except FileNotFoundError:
                         pass
                     except Exception as exc:
-                        failed.append(f"{name} ({self.target.describe_error(exc)})")
+                        record(name, exc)
                     return 0
 
                 return run_async_job
 
             def run_sync_job() -> int:
+                if skipped(name):
+                    return 0
                 try:
                     job()
                 except FileNotFoundError:
                     pass
                 except Exception as exc:
-                    failed.append(f"{name} ({self.target.describe_error(exc)})")
+                    record(name, exc)
                 return 0
 
             return run_sync_job
@@ -361,6 +396,38 @@ class Probe:
                 return [f"{name} ({self.target.describe_error(exc)})" for name in names]
             backend.fs.invalidate_cache()
         return failed
+
+
+def _delta(after: int | None, before: int | None) -> int | None:
+    return None if after is None or before is None else after - before
+
+
+def _bounded(call: Callable[[], None], timeout: float | None) -> None:
+    """Run a synchronous preparation step, giving up after ``timeout`` seconds.
+
+    The step runs in a daemon thread: a server that accepts and never answers makes the
+    probe fail with a clear error instead of hanging (the stuck call is abandoned).
+    """
+    if timeout is None:
+        call()
+        return
+    outcome: list[BaseException | None] = []
+
+    def target() -> None:
+        try:
+            call()
+        except BaseException as exc:  # handed to the caller below
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    thread = threading.Thread(target=target, name="storeprobe-prepare", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not outcome:
+        raise TimeoutError(f"no answer within {timeout:g} s")
+    if outcome[0] is not None:
+        raise outcome[0]
 
 
 @define

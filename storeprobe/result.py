@@ -55,6 +55,8 @@ class Sample:
         converter=_int_array, eq=attrs.cmp_using(eq=np.array_equal), hash=False
     )
     max_in_flight: int = 0
+    #: failed attempts the client retried inside the window (None: not observable)
+    retries: int | None = None
 
     @property
     def seconds(self) -> float:
@@ -78,6 +80,7 @@ class Sample:
             "elapsed_ns": self.elapsed_ns,
             "latencies_ns": self.latencies_ns.tolist(),
             "max_in_flight": self.max_in_flight,
+            "retries": self.retries,
         }
 
     @classmethod

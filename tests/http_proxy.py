@@ -78,6 +78,8 @@ class CountingProxy:
         #: called with (method, path, request number); a status code makes the proxy
         #: answer that status itself (an S3-style error body) and close the connection
         self.fail_when: Callable[[str, str, int], int | None] | None = None
+        #: called likewise; True makes the proxy swallow the request and never answer
+        self.hang_when: Callable[[str, str, int], bool] | None = None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.base_events.Server | None = None
@@ -149,6 +151,11 @@ class CountingProxy:
             if self.fail_when
             else None
         )
+        if self.hang_when is not None and self.hang_when(
+            method_name, path.decode("latin-1"), self.requests
+        ):
+            self.in_flight -= 1
+            await asyncio.sleep(3600)  # cancelled when the proxy stops
         if status is not None:
             self.in_flight -= 1
             body = (
