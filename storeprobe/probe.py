@@ -113,6 +113,15 @@ class Probe:
     def __attrs_post_init__(self) -> None:
         check_label(self.label)
         self.target = Target(self.fs, self.path)
+        self._check_part_size()
+
+    def _check_part_size(self) -> None:
+        minimum = self.target.backend.min_part_size
+        if self.part_size is not None and self.part_size < minimum:
+            raise ConfigurationError(
+                f"part_size {format_size(self.part_size)} is below the minimum of "
+                f"{format_size(minimum)} for {self.target.backend.name}: use at least that"
+            )
 
     @classmethod
     def from_url(
@@ -123,6 +132,7 @@ class Probe:
         target = Target.from_url(url, storage_options)
         probe = cls(target.fs, target.root, **options)
         probe.target = target
+        probe._check_part_size()
         return probe
 
     # -- the four probes users name --------------------------------------------------
@@ -309,7 +319,8 @@ class Probe:
                         progress,
                     )
             return run_sync(plan, self.streams, self.clock, progress)
-        except BaseException:
+        except BaseException as exc:
+            cause = exc.__cause__
             for hook in plan.on_failure:
                 try:
                     if backend.is_async:
@@ -318,6 +329,8 @@ class Probe:
                         hook()
                 except Exception:
                     pass
+            if type(exc).__name__ == "FSTimeoutError" and isinstance(cause, TimeoutError):
+                raise cause from None  # fsspec's sync() drops the message; keep ours
             raise
 
     @staticmethod

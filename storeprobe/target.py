@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
+import re
 import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -65,6 +66,7 @@ _UNREACHABLE_NAMES = frozenset(
         "gaierror",
     }
 )
+_MALFORMED = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:(?!//)(?![A-Za-z]:)\S")
 _MISSING_CODES = ("NoSuchBucket", "ContainerNotFound", "BucketNotFound")
 _PERMISSION_CODES = (
     "AccessDenied",
@@ -141,6 +143,15 @@ class Target:
         """
         if not isinstance(url, str) or not url:
             raise ConfigurationError(f"url must be a non-empty str, not {url!r}")
+        if not isinstance(storage_options, Mapping | None):
+            raise ConfigurationError(
+                f"storage_options must be a dict, not {type(storage_options).__name__}"
+            )
+        if _MALFORMED.match(url):
+            raise ConfigurationError(
+                f"malformed URL {redact_url(url)!r}: write PROTOCOL://BUCKET/PATH "
+                "(two slashes), e.g. s3://bucket/dir"
+            )
         options = dict(storage_options or {})
         secret_list = secret_values(options)
         protocol = split_protocol(url)[0] or "file"

@@ -104,6 +104,9 @@ async def _run_phase_async(
             start = tracker.begin()
             try:
                 nbytes = await asyncio.wait_for(job(), timeout)
+            except TimeoutError:
+                tracker.abandon()
+                raise TimeoutError(f"a request got no answer within {timeout:g} s") from None
             except BaseException:
                 tracker.abandon()
                 raise

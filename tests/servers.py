@@ -95,7 +95,9 @@ def _rclone() -> str:
 
 
 @contextlib.contextmanager
-def rclone_s3(root: Path, buckets: tuple[str, ...] = ("bench",)) -> Iterator[Server]:
+def rclone_s3(
+    root: Path, buckets: tuple[str, ...] = ("bench",), extra: tuple[str, ...] = ()
+) -> Iterator[Server]:
     """``rclone serve s3`` over ``root``; each bucket is a top-level folder."""
     for bucket in buckets:
         (root / bucket).mkdir(parents=True, exist_ok=True)
@@ -109,6 +111,7 @@ def rclone_s3(root: Path, buckets: tuple[str, ...] = ("bench",)) -> Iterator[Ser
             f"{S3_KEY},{S3_SECRET}",
             "--addr",
             f"127.0.0.1:{port}",
+            *extra,
             str(root),
         ],
         stdout=subprocess.DEVNULL,

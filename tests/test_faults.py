@@ -13,7 +13,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,7 @@ import s3fs
 from storeprobe import Probe, TargetUnreachableError, Workload
 from tests.conftest import s3_options
 from tests.http_proxy import CountingProxy
-from tests.servers import S3_KEY, S3_SECRET, Server, rclone_s3
+from tests.servers import Server, rclone_s3
 
 SMALL = Workload(count=40, size="16KiB")
 

@@ -1,0 +1,402 @@
+"""Bad input through the API and the command line: a clear typed error, nothing left behind.
+
+``CASES`` is the table published in docs/bad-input.md (a test checks they agree).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from storeprobe import (
+    ConfigurationError,
+    MissingDependencyError,
+    Probe,
+    ResultFormatError,
+    ResultSet,
+    StoreProbeError,
+    TargetNotFoundError,
+    TargetPermissionError,
+    UnitError,
+    Workload,
+)
+from storeprobe.cli import main
+from tests.conftest import s3_options
+from tests.servers import S3_KEY, S3_SECRET, Server, rclone_s3
+
+DOCS = Path(__file__).parent.parent / "docs" / "bad-input.md"
+
+
+@dataclass
+class Env:
+    s3: str  # endpoint of the writable S3 server
+    readonly: str  # endpoint of a read-only S3 server
+    tmp: Path
+    readonly_dir: Path  # immutable (chattr +i): even root cannot create files in it
+
+
+@dataclass
+class Case:
+    name: str
+    api: Callable[[Env], Any]
+    error: type[Exception]
+    fragment: str
+    cli: Callable[[Env], list[str]] | None = None
+    exit_code: int = 2
+
+
+def _s3(env: Env, endpoint: str, url: str = "s3://bench/bad", **kw: Any) -> Probe:
+    return Probe.from_url(url, s3_options(endpoint), repeats=1, **kw)
+
+
+def _cli_s3(endpoint: str, url: str = "s3://bench/bad", secret: str = S3_SECRET) -> list[str]:
+    client = json.dumps({"endpoint_url": endpoint, "region_name": "us-east-1"})
+    return [
+        "run",
+        url,
+        "--workload",
+        "4x1KiB",
+        "--repeats",
+        "1",
+        "-o",
+        f"key={S3_KEY}",
+        "-o",
+        f"secret={secret}",
+        "-o",
+        f"client_kwargs={client}",
+    ]
+
+
+def _no_gcsfs(env: Env) -> Any:
+    return Probe.from_url("gs://bucket/x")
+
+
+def _results(env: Env, text: str) -> Path:
+    path = env.tmp / "results.json"
+    path.write_text(text)
+    return path
+
+
+TINY = Workload(count=4, size="1KiB")
+
+CASES = [
+    Case(
+        "unknown protocol",
+        lambda e: Probe.from_url("gopher://host/x"),
+        ConfigurationError,
+        "unknown protocol",
+        lambda e: ["run", "gopher://host/x"],
+    ),
+    Case(
+        "malformed URL (one slash)",
+        lambda e: Probe.from_url("s3:/bucket/x"),
+        ConfigurationError,
+        "malformed URL",
+        lambda e: ["run", "s3:/bucket/x"],
+    ),
+    Case("empty URL", lambda e: Probe.from_url(""), ConfigurationError, "non-empty"),
+    Case(
+        "storage_options not a dict",
+        lambda e: Probe.from_url("memory://x", "key=1"),  # type: ignore[arg-type]
+        ConfigurationError,
+        "must be a dict",
+    ),
+    Case(
+        "path with a scheme given with a filesystem",
+        lambda e: Probe(Probe.from_url("memory://x").fs, "s3://bucket"),
+        ConfigurationError,
+        "from_url",
+    ),
+    Case(
+        "missing extra (gcsfs not installed)",
+        _no_gcsfs,
+        MissingDependencyError,
+        "pip install 'storeprobe[gcs]'",
+    ),
+    Case(
+        "missing bucket",
+        lambda e: _s3(e, e.s3, "s3://no-such-bucket/x").upload(TINY),
+        TargetNotFoundError,
+        "no-such-bucket",
+        lambda e: _cli_s3(e.s3, "s3://no-such-bucket/x"),
+        1,
+    ),
+    Case(
+        "missing local directory",
+        lambda e: Probe.from_url(str(e.tmp / "absent")).upload(TINY),
+        TargetNotFoundError,
+        "does not exist",
+        lambda e: ["run", str(e.tmp / "absent")],
+        1,
+    ),
+    Case(
+        "permission denied (wrong secret)",
+        lambda e: Probe.from_url(
+            "s3://bench/x", {**s3_options(e.s3), "secret": "wrong-0123456789"}
+        ).upload(TINY),
+        TargetPermissionError,
+        "credentials",
+        lambda e: _cli_s3(e.s3, secret="wrong-0123456789"),
+        1,
+    ),
+    Case(
+        "read-only directory",
+        lambda e: Probe.from_url(str(e.readonly_dir)).upload(TINY),
+        TargetPermissionError,
+        "Operation not permitted",
+        lambda e: ["run", str(e.readonly_dir)],
+        1,
+    ),
+    Case(
+        "S3 server that never answers writes (rclone --read-only)",
+        lambda e: _raise_errors(_s3(e, e.readonly, timeout=2).upload(TINY)),
+        StoreProbeError,
+        "no answer within 2 s",
+        lambda e: [*_cli_s3(e.readonly), "--timeout", "2"],
+        1,
+    ),
+    Case(
+        "zero count",
+        lambda e: Workload(count=0, size=1),
+        ConfigurationError,
+        "count",
+        lambda e: ["run", "--workload", "0x1KiB"],
+    ),
+    Case(
+        "negative count",
+        lambda e: Workload(count=-3, size=1),
+        ConfigurationError,
+        "count",
+        lambda e: ["run", "--workload", "-3x1KiB"],
+    ),
+    Case(
+        "huge count",
+        lambda e: Workload(count=10**9, size=1),
+        ConfigurationError,
+        "10,000,000",
+        lambda e: ["run", "--workload", "1000000000x1KiB"],
+    ),
+    Case(
+        "zero size",
+        lambda e: Workload(count=1, size=0),
+        ConfigurationError,
+        "size",
+        lambda e: ["run", "--workload", "1x0B"],
+    ),
+    Case(
+        "huge size",
+        lambda e: Workload(count=1, size="6TiB"),
+        ConfigurationError,
+        "5 TiB",
+        lambda e: ["run", "--workload", "1x6TiB"],
+    ),
+    Case(
+        "size '16 KB' (space, ambiguous unit)",
+        lambda e: Workload(count=1, size="16 KB"),
+        UnitError,
+        "cannot parse",
+        lambda e: ["run", "--workload", "1x16 KB"],
+    ),
+    Case(
+        "size '16KB' (ambiguous unit)",
+        lambda e: Workload(count=1, size="16KB"),
+        UnitError,
+        "ambiguous",
+        lambda e: ["run", "--workload", "1x16KB"],
+    ),
+    Case(
+        "size '1.5MiB' (fraction)",
+        lambda e: Workload(count=1, size="1.5MiB"),
+        UnitError,
+        "cannot parse",
+        lambda e: ["run", "--workload", "1x1.5MiB"],
+    ),
+    Case(
+        "size 'MiB' (no number)",
+        lambda e: Workload(count=1, size="MiB"),
+        UnitError,
+        "cannot parse",
+        lambda e: ["run", "--workload", "1xMiB"],
+    ),
+    Case(
+        "streams 0",
+        lambda e: Probe.from_url("memory://x", streams=0),
+        ConfigurationError,
+        "streams",
+        lambda e: ["run", "--streams", "0"],
+    ),
+    Case(
+        "streams 10 000",
+        lambda e: Probe.from_url("memory://x", streams=10_000),
+        ConfigurationError,
+        "streams",
+        lambda e: ["run", "--streams", "10000"],
+    ),
+    Case(
+        "repeats 0",
+        lambda e: Probe.from_url("memory://x", repeats=0),
+        ConfigurationError,
+        "repeats",
+        lambda e: ["run", "--repeats", "0"],
+    ),
+    Case(
+        "timeout 0",
+        lambda e: Probe.from_url("memory://x", timeout=0),
+        ConfigurationError,
+        "timeout",
+        lambda e: ["run", "--timeout", "0"],
+    ),
+    Case(
+        "part size below the S3 minimum",
+        lambda e: _s3(e, e.s3, part_size="1MiB"),
+        ConfigurationError,
+        "minimum",
+    ),
+    Case(
+        "label with control characters",
+        lambda e: Probe.from_url("memory://x", label="lab\x1b[31m"),
+        ConfigurationError,
+        "control characters",
+        lambda e: ["run", "--label", "lab\x1b[31m"],
+    ),
+    Case(
+        "workload spec that is not COUNTxSIZE",
+        lambda e: Workload.parse("ten files"),
+        ConfigurationError,
+        "COUNTxSIZE",
+        lambda e: ["run", "--workload", "ten files"],
+    ),
+    Case(
+        "storage option without '='",
+        lambda e: main(["run", "-o", "novalue"]) and _raise_cli(),
+        ConfigurationError,
+        "KEY=VALUE",
+        lambda e: ["run", "-o", "novalue"],
+    ),
+    Case(
+        "results file of another schema version",
+        lambda e: ResultSet.load(
+            _results(e, '{"schema": "storeprobe.results", "version": 99, "results": []}')
+        ),
+        ResultFormatError,
+        "version 99",
+        lambda e: [
+            "report",
+            str(_results(e, '{"schema": "storeprobe.results", "version": 99, "results": []}')),
+        ],
+    ),
+    Case(
+        "truncated results file",
+        lambda e: ResultSet.load(_results(e, '{"schema": "storeprobe.results", "vers')),
+        ResultFormatError,
+        "bad JSON",
+        lambda e: ["report", str(_results(e, '{"schema": "storeprobe.results", "vers'))],
+    ),
+    Case(
+        "results file that does not exist",
+        lambda e: ResultSet.load(e.tmp / "nope.json"),
+        FileNotFoundError,
+        "nope.json",
+        lambda e: ["report", str(e.tmp / "nope.json")],
+    ),
+]
+
+
+def _raise_errors(result: Any) -> None:
+    if result.errors:
+        raise StoreProbeError(" / ".join(result.errors))
+
+
+def _raise_cli() -> None:
+    raise ConfigurationError("storage option must be KEY=VALUE")
+
+
+def _tree(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def readonly_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with rclone_s3(tmp_path_factory.mktemp("readonly"), extra=("--read-only",)) as server:
+        yield server
+
+
+@pytest.fixture
+def readonly_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    path = tmp_path_factory.mktemp("immutable")
+    subprocess.run(["chattr", "+i", str(path)], check=True)
+    yield path
+    subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+@pytest.fixture
+def env(s3_server: Server, readonly_server: Server, tmp_path: Path, readonly_dir: Path) -> Env:
+    return Env(
+        s3=s3_server.endpoint,
+        readonly=readonly_server.endpoint,
+        tmp=tmp_path,
+        readonly_dir=readonly_dir,
+    )
+
+
+def test_the_table_has_at_least_twenty_cases() -> None:
+    assert len(CASES) >= 20
+    assert len({case.name for case in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_api(case: Case, env: Env, s3_bucket_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if case.api is _no_gcsfs:
+        monkeypatch.setitem(sys.modules, "gcsfs", None)
+        for protocol in ("gs", "gcs"):
+            monkeypatch.delitem(sys.modules["fsspec.registry"]._registry, protocol, raising=False)
+
+    def state() -> tuple[dict[str, str], dict[str, str]]:
+        local = {k: v for k, v in _tree(env.tmp).items() if k != "results.json"}
+        return _tree(s3_bucket_dir), local
+
+    before = state()
+    with pytest.raises(case.error, match=_pattern(case.fragment)):
+        case.api(env)
+    assert state() == before  # nothing left behind
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.cli], ids=[c.name for c in CASES if c.cli])
+def test_cli(case: Case, env: Env, s3_bucket_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert case.cli is not None
+    argv = case.cli(env)
+    before = _tree(s3_bucket_dir)
+    try:
+        code = main(argv)
+    except SystemExit as exit_:  # argparse rejects some forms itself
+        code = int(exit_.code or 0)
+    err = capsys.readouterr().err
+    assert code == case.exit_code, err
+    assert "error" in err
+    assert "Traceback" not in err
+    assert S3_SECRET not in err
+    assert _tree(s3_bucket_dir) == before
+
+
+def _pattern(fragment: str) -> str:
+    import re
+
+    return re.escape(fragment)
+
+
+def test_docs_publish_the_table() -> None:
+    text = DOCS.read_text()
+    for case in CASES:
+        assert f"| {case.name} |" in text, case.name
