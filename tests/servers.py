@@ -225,7 +225,7 @@ def azurite() -> Iterator[Server]:
             str(port),
             "--inMemoryPersistence",
             "--extentMemoryLimit",
-            "2048",
+            "6144",  # MB; deleted blobs' extents are reclaimed lazily
             "--skipApiVersionCheck",
             "--silent",
         ]
