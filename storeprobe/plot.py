@@ -67,6 +67,7 @@ def plot_probes(results: Iterable[Result]) -> Figure:
             ax.bar_label(bars, fmt="%.0f", fontsize=7)
         ax.set_xticks(range(len(targets)), targets, fontsize=8)
         ax.set_ylabel(members[0].rate_unit)
+        ax.margins(y=0.15)
         ax.set_title(f"{probe}, {streams} stream{'s' if streams != 1 else ''}", fontsize=10)
         if len(environments) > 1:
             ax.legend(fontsize=7)

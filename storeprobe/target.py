@@ -132,6 +132,8 @@ class Target:
         self.root = self.fs._strip_protocol(self.root).rstrip("/") if self.root else ""
         if not self.url:
             self.url = f"{self.protocol}://{self.root}"
+        if not self._secrets:  # a filesystem built by the caller: its own options
+            self._secrets = secret_values(getattr(self.fs, "storage_options", None) or {})
         self.backend = backend_for(self.fs)
 
     @classmethod
