@@ -199,3 +199,42 @@ def test_sweep_names_the_saturation_point(
     assert "saturation:" in printed
     assert [r.streams for r in load_results(out.read_text())] == [1, 2, 4]
     assert (tmp_path / "s.svg").read_text().startswith("<?xml")
+
+
+def test_progress_only_on_a_terminal(tmp_path: Path) -> None:
+    import os
+    import pty
+
+    argv = [
+        sys.executable,
+        "-m",
+        "storeprobe",
+        "run",
+        str(tmp_path),
+        "--workload",
+        "64x64KiB",
+        "--repeats",
+        "1",
+    ]
+    piped = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 0
+    assert "\r" not in piped.stderr
+    assert "MiB/s" not in piped.stderr.split("upload")[0]
+
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(argv, stdin=terminal, stdout=subprocess.PIPE, stderr=terminal)
+    os.close(terminal)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:  # the terminal closed: the process has finished
+            break
+        if not chunk:
+            break
+        seen += chunk
+    process.wait(60)
+    os.close(controller)
+    assert process.returncode == 0
+    assert b"\r  upload 64 \xc3\x97 64 KiB" in seen  # the progress line, redrawn in place
+    assert b" %" in seen
