@@ -21,6 +21,7 @@ from __future__ import annotations
 import inspect
 import io
 import os
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -68,6 +69,8 @@ class Backend:
         self.fs = fs
         #: failed attempts the client retried on its own, when the backend can see them
         self.retries: int | None = None
+        #: the probe's clock (ns), for first-byte marks
+        self.clock: Callable[[], int] = time.perf_counter_ns
         if self.name in ("generic", "async", "sync"):
             self.name = type(fs).__name__
 
@@ -233,19 +236,26 @@ class S3Backend(AsyncBackend):
 
         return job
 
-    def get(self, path: str, out: list[Any], slot: int) -> Callable[[], Any]:
-        async def job() -> int:
-            out[slot] = await self.fs._cat_file(path, max_concurrency=1)
-            return len(out[slot])
+    def _get_object(self, path: str, out: list[Any], slot: int, **extra: Any) -> Any:
+        bucket, key, _ = self.fs.split_path(path)
+
+        async def job() -> tuple[int, int]:
+            response = await self.fs._call_s3("get_object", Bucket=bucket, Key=key, **extra)
+            first_byte = self.clock()  # the response head has arrived
+            body = response["Body"]
+            try:
+                out[slot] = await body.read()
+            finally:
+                body.close()
+            return len(out[slot]), first_byte
 
         return job
+
+    def get(self, path: str, out: list[Any], slot: int) -> Any:
+        return self._get_object(path, out, slot)
 
     def get_range(self, path: str, start: int, end: int, out: list[Any], slot: int) -> Any:
-        async def job() -> int:
-            out[slot] = await self.fs._cat_file(path, start=start, end=end, max_concurrency=1)
-            return len(out[slot])
-
-        return job
+        return self._get_object(path, out, slot, Range=f"bytes={start}-{end - 1}")
 
     def split_upload(
         self, path: str, size: int, parts: Sequence[tuple[int, Any]], streams: int
@@ -466,10 +476,11 @@ class ObstoreBackend(BucketBackend):
     def get(self, path: str, out: list[Any], slot: int) -> Callable[[], Any]:
         store, key = self._store(path)
 
-        async def job() -> int:
+        async def job() -> tuple[int, int]:
             response = await store.get_async(key)
+            first_byte = self.clock()
             out[slot] = (await response.bytes_async()).to_bytes()
-            return len(out[slot])
+            return len(out[slot]), first_byte
 
         return job
 
@@ -674,11 +685,14 @@ class LocalBackend(Backend):
 
         return job
 
-    def get(self, path: str, out: list[Any], slot: int) -> Callable[[], int]:
-        def job() -> int:
+    def get(self, path: str, out: list[Any], slot: int) -> Callable[[], tuple[int, int]]:
+        def job() -> tuple[int, int]:
             with open(path, "rb", buffering=0) as handle:
-                out[slot] = handle.read()
-            return len(out[slot])
+                head = handle.read(64 * 1024)
+                first_byte = self.clock()
+                rest = handle.read()
+            out[slot] = head + rest if rest else head
+            return len(out[slot]), first_byte
 
         return job
 

@@ -113,6 +113,7 @@ class Probe:
     def __attrs_post_init__(self) -> None:
         check_label(self.label)
         self.target = Target(self.fs, self.path)
+        self.target.backend.clock = self.clock
         self._check_part_size()
 
     def _check_part_size(self) -> None:
@@ -132,6 +133,7 @@ class Probe:
         target = Target.from_url(url, storage_options)
         probe = cls(target.fs, target.root, **options)
         probe.target = target
+        target.backend.clock = probe.clock
         probe._check_part_size()
         return probe
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -25,8 +26,9 @@ from attrs import field, frozen
 __all__ = ["AsyncJob", "Clock", "Plan", "SyncJob", "Timings", "run_async", "run_sync"]
 
 Clock = Callable[[], int]
-AsyncJob = Callable[[], Awaitable[int]]
-SyncJob = Callable[[], int]
+#: a job returns the payload bytes it moved, or (bytes, clock ns of its first byte)
+AsyncJob = Callable[[], Awaitable[int | tuple[int, int]]]
+SyncJob = Callable[[], int | tuple[int, int]]
 
 
 @frozen(kw_only=True)
@@ -51,16 +53,27 @@ class Timings:
     start_ns: np.ndarray = field(eq=False)
     end_ns: np.ndarray = field(eq=False)
     nbytes: np.ndarray = field(eq=False)
+    #: which worker (stream) made each request, 0 .. streams-1
+    worker: np.ndarray = field(eq=False)
+    #: time to first byte of each request in ns (-1 where the backend cannot tell)
+    ttfb_ns: np.ndarray = field(eq=False)
     max_in_flight: int
+    #: CPU time (user + system) this process spent from first start to last end, in ns
+    cpu_ns: int = 0
 
     @classmethod
-    def from_records(cls, records: Sequence[tuple[int, int, int]], max_in_flight: int) -> Timings:
-        array = np.asarray(records, dtype=np.int64).reshape(-1, 3)
+    def from_records(
+        cls, records: Sequence[tuple[int, int, int, int, int]], max_in_flight: int, cpu_ns: int = 0
+    ) -> Timings:
+        array = np.asarray(records, dtype=np.int64).reshape(-1, 5)
         return cls(
             start_ns=array[:, 0].copy(),
             end_ns=array[:, 1].copy(),
             nbytes=array[:, 2].copy(),
+            worker=array[:, 3].copy(),
+            ttfb_ns=array[:, 4].copy(),
             max_in_flight=max_in_flight,
+            cpu_ns=cpu_ns,
         )
 
 
@@ -70,7 +83,8 @@ class _Tracker:
     def __init__(self, clock: Clock, progress: Callable[[int], None] | None = None) -> None:
         self.clock = clock
         self.progress = progress
-        self.records: list[tuple[int, int, int]] = []
+        self.records: list[tuple[int, int, int, int, int]] = []
+        self.cpu_start = time.process_time_ns()
         self.in_flight = 0
         self.max_in_flight = 0
         self.lock = threading.Lock()
@@ -81,13 +95,23 @@ class _Tracker:
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         return self.clock()
 
-    def end(self, start: int, nbytes: int) -> None:
+    def end(self, start: int, outcome: int | tuple[int, int], worker: int = 0) -> None:
+        """Record a finished request; ``outcome`` is bytes, or (bytes, first-byte clock ns)."""
         end = self.clock()
+        if isinstance(outcome, tuple):
+            nbytes, first_byte = outcome
+            ttfb = first_byte - start
+        else:
+            nbytes, ttfb = outcome, -1
         with self.lock:
             self.in_flight -= 1
-            self.records.append((start, end, nbytes))
+            self.records.append((start, end, nbytes, worker, ttfb))
         if self.progress is not None and nbytes:
             self.progress(nbytes)
+
+    def timings(self) -> Timings:
+        cpu = time.process_time_ns() - self.cpu_start
+        return Timings.from_records(self.records, self.max_in_flight, cpu)
 
     def abandon(self) -> None:
         with self.lock:
@@ -99,7 +123,7 @@ async def _run_phase_async(
 ) -> None:
     queue: Iterator[AsyncJob] = iter(jobs)
 
-    async def worker() -> None:
+    async def worker(number: int) -> None:
         for job in queue:
             start = tracker.begin()
             try:
@@ -110,9 +134,9 @@ async def _run_phase_async(
             except BaseException:
                 tracker.abandon()
                 raise
-            tracker.end(start, nbytes)
+            tracker.end(start, nbytes, number)
 
-    tasks = [asyncio.ensure_future(worker()) for _ in range(min(streams, len(jobs)))]
+    tasks = [asyncio.ensure_future(worker(n)) for n in range(min(streams, len(jobs)))]
     try:
         await asyncio.gather(*tasks)
     except BaseException:
@@ -136,7 +160,7 @@ async def run_async(
     tracker = _Tracker(clock, progress)
     for phase in plan.phases:
         await _run_phase_async(phase, streams, tracker, timeout)
-    return Timings.from_records(tracker.records, tracker.max_in_flight)
+    return tracker.timings()
 
 
 def _run_phase_sync(jobs: Sequence[SyncJob], streams: int, tracker: _Tracker) -> None:
@@ -144,7 +168,7 @@ def _run_phase_sync(jobs: Sequence[SyncJob], streams: int, tracker: _Tracker) ->
     queue_lock = threading.Lock()
     failed = threading.Event()
 
-    def worker() -> None:
+    def worker(number: int = 0) -> None:
         while not failed.is_set():
             with queue_lock:
                 job = next(queue, None)
@@ -157,14 +181,14 @@ def _run_phase_sync(jobs: Sequence[SyncJob], streams: int, tracker: _Tracker) ->
                 tracker.abandon()
                 failed.set()
                 raise
-            tracker.end(start, nbytes)
+            tracker.end(start, nbytes, number)
 
     workers = min(streams, len(jobs))
     if workers == 1:
         worker()
         return
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="storeprobe") as pool:
-        futures = [pool.submit(worker) for _ in range(workers)]
+        futures = [pool.submit(worker, n) for n in range(workers)]
     errors = [future.exception() for future in futures if future.exception() is not None]
     if errors:
         raise errors[0]  # type: ignore[misc]
@@ -177,4 +201,4 @@ def run_sync(
     tracker = _Tracker(clock, progress)
     for phase in plan.phases:
         _run_phase_sync(phase, streams, tracker)
-    return Timings.from_records(tracker.records, tracker.max_in_flight)
+    return tracker.timings()
