@@ -35,6 +35,7 @@ from storeprobe.environment import Environment, check_label
 from storeprobe.errors import ConfigurationError, StoreProbeWarning, TargetUnreachableError
 from storeprobe.report import ResultSet
 from storeprobe.result import OPERATIONS, Operation, Result, Sample
+from storeprobe.stats import stability_warnings
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Plan, Timings, run_async, run_sync
 from storeprobe.units import MiB, format_size, parse_size
@@ -245,6 +246,13 @@ class Probe:
                 pass
             except Exception as exc:
                 leftovers.append(f"{prefix} ({target.describe_error(exc)})")
+        warnings.extend(
+            stability_warnings(
+                samples,
+                operation=operation,
+                remote=target.protocol not in ("file", "local", "memory"),
+            )
+        )
         retried = sum(sample.retries or 0 for sample in samples)
         if retried:
             warnings.append(
@@ -343,12 +351,18 @@ class Probe:
 
     @staticmethod
     def _sample(timings: Timings, inner_streams: int = 1, retries: int | None = None) -> Sample:
+        opened = int(timings.start_ns.min())
         return Sample(
             nbytes=int(timings.nbytes.sum()),
-            elapsed_ns=int(timings.end_ns.max() - timings.start_ns.min()),
+            elapsed_ns=int(timings.end_ns.max()) - opened,
             latencies_ns=timings.end_ns - timings.start_ns,
             max_in_flight=timings.max_in_flight * inner_streams,
             retries=retries,
+            offsets_ns=timings.start_ns - opened,
+            request_bytes=timings.nbytes,
+            workers=timings.worker,
+            ttfb_ns=timings.ttfb_ns[timings.ttfb_ns >= 0],
+            cpu_ns=timings.cpu_ns,
         )
 
     def _delete(self, names: Sequence[str]) -> list[str]:

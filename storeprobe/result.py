@@ -19,6 +19,7 @@ from attrs import field, frozen
 
 from storeprobe.environment import Environment
 from storeprobe.errors import ResultFormatError
+from storeprobe.stats import Percentiles, Summary, percentiles, summarize
 from storeprobe.units import format_rate, kib_per_s, mib_per_s, mibit_per_s
 from storeprobe.workload import Workload
 
@@ -57,6 +58,36 @@ class Sample:
     max_in_flight: int = 0
     #: failed attempts the client retried inside the window (None: not observable)
     retries: int | None = None
+    #: start of each request, ns after the window opened (same order as latencies_ns)
+    offsets_ns: np.ndarray = field(
+        factory=lambda: np.zeros(0, np.int64),
+        converter=_int_array,
+        eq=attrs.cmp_using(eq=np.array_equal),
+        hash=False,
+    )
+    #: payload bytes of each request
+    request_bytes: np.ndarray = field(
+        factory=lambda: np.zeros(0, np.int64),
+        converter=_int_array,
+        eq=attrs.cmp_using(eq=np.array_equal),
+        hash=False,
+    )
+    #: the stream (worker) that made each request
+    workers: np.ndarray = field(
+        factory=lambda: np.zeros(0, np.int64),
+        converter=_int_array,
+        eq=attrs.cmp_using(eq=np.array_equal),
+        hash=False,
+    )
+    #: time to first byte of each download request that could measure it, in ns
+    ttfb_ns: np.ndarray = field(
+        factory=lambda: np.zeros(0, np.int64),
+        converter=_int_array,
+        eq=attrs.cmp_using(eq=np.array_equal),
+        hash=False,
+    )
+    #: CPU time (user + system) of the probe's process during the window, in ns
+    cpu_ns: int | None = None
 
     @property
     def seconds(self) -> float:
@@ -73,6 +104,32 @@ class Sample:
         """Number of requests timed in this repeat."""
         return int(self.latencies_ns.size)
 
+    @property
+    def cpu_fraction(self) -> float | None:
+        """CPU time of the probe's process ÷ window (1.0 = one core busy all along)."""
+        if self.cpu_ns is None or self.elapsed_ns <= 0:
+            return None
+        return self.cpu_ns / self.elapsed_ns
+
+    @property
+    def first_done_bytes_per_s(self) -> float:
+        """Throughput up to the moment the first stream finished its share, in B/s.
+
+        Bytes of the requests completed by then ÷ that moment. With one stream it
+        equals :attr:`bytes_per_s`. ``nan`` when per-request data is missing.
+        """
+        if self.workers.size == 0 or self.workers.size != self.latencies_ns.size:
+            return float("nan")
+        ends = self.offsets_ns + self.latencies_ns
+        finish = min(int(ends[self.workers == w].max()) for w in np.unique(self.workers))
+        done = int(self.request_bytes[ends <= finish].sum())
+        return done * 1e9 / finish if finish > 0 else float("inf")
+
+    @property
+    def last_done_bytes_per_s(self) -> float:
+        """Throughput when the last stream finished: the whole window, in B/s."""
+        return self.bytes_per_s
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; latencies as a list of int nanoseconds."""
         return {
@@ -81,6 +138,11 @@ class Sample:
             "latencies_ns": self.latencies_ns.tolist(),
             "max_in_flight": self.max_in_flight,
             "retries": self.retries,
+            "offsets_ns": self.offsets_ns.tolist(),
+            "request_bytes": self.request_bytes.tolist(),
+            "workers": self.workers.tolist(),
+            "ttfb_ns": self.ttfb_ns.tolist(),
+            "cpu_ns": self.cpu_ns,
         }
 
     @classmethod
@@ -190,6 +252,35 @@ class Result:
     def objects_per_s(self) -> float:
         """Objects moved per second in the best repeat."""
         return self.workload.count / self.best_seconds
+
+    @property
+    def throughput(self) -> Summary:
+        """Best, median, mean, std, MAD and CV of per-repeat throughput (B/s), with n."""
+        if not self.samples:
+            raise ValueError(f"{self.probe} on {self.url} has no successful sample")
+        return summarize([sample.bytes_per_s for sample in self.samples])
+
+    @property
+    def latency(self) -> Percentiles:
+        """Per-request latency percentiles (ns) over all repeats, with n."""
+        values = [sample.latencies_ns for sample in self.samples]
+        return percentiles(np.concatenate(values) if values else np.zeros(0))
+
+    @property
+    def ttfb(self) -> Percentiles:
+        """Time-to-first-byte percentiles (ns) of download requests, with n (0: not measured)."""
+        values = [sample.ttfb_ns for sample in self.samples]
+        return percentiles(np.concatenate(values) if values else np.zeros(0))
+
+    @property
+    def first_done_bytes_per_s(self) -> float:
+        """First-done throughput of the best repeat (see :class:`Sample`), in B/s."""
+        return self._best().first_done_bytes_per_s
+
+    @property
+    def last_done_bytes_per_s(self) -> float:
+        """Last-done throughput of the best repeat (its whole window), in B/s."""
+        return self._best().last_done_bytes_per_s
 
     @property
     def rate_unit(self) -> str:
