@@ -82,7 +82,10 @@ def test_percentiles_need_enough_samples() -> None:
 @given(st.lists(st.integers(0, 10**12), min_size=100, max_size=300))
 def test_percentiles_are_ordered(values: list[int]) -> None:
     p = percentiles(values)
-    assert p.p50 is not None and p.p90 is not None and p.p99 is not None and p.max is not None
+    assert p.p50 is not None
+    assert p.p90 is not None
+    assert p.p99 is not None
+    assert p.max is not None
     assert min(values) <= p.p50 <= p.p90 <= p.p99 <= p.max == max(values)
 
 
@@ -173,6 +176,7 @@ def test_s3_downloads_measure_time_to_first_byte_and_cpu(s3_server: Server) -> N
     for s in result.samples:
         assert np.all(s.ttfb_ns <= s.latencies_ns)
         assert np.all(s.ttfb_ns > 0)
-        assert s.cpu_ns is not None and s.cpu_ns > 0
+        assert s.cpu_ns is not None
+        assert s.cpu_ns > 0
     assert result.latency.p90 is not None
     assert result.latency.p99 is None  # 32 requests cannot support a p99

@@ -1,0 +1,90 @@
+"""A TCP proxy that adds a fixed one-way delay to every byte, in both directions.
+
+netem is not available in this kernel, so latency is added here: each chunk read from
+one side is written to the other ``delay_s`` seconds later, order preserved. A request
+and its response therefore take at least ``2 × delay_s`` more than without the proxy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+
+__all__ = ["DelayProxy"]
+
+
+class DelayProxy:
+    def __init__(self, upstream_port: int, delay_s: float) -> None:
+        self.upstream_port = upstream_port
+        self.delay_s = delay_s
+        self.port = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._server: asyncio.base_events.Server | None = None
+
+    def start(self) -> DelayProxy:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
+        return self
+
+    async def _start(self) -> None:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    def stop(self) -> None:
+        async def close() -> None:
+            if self._server is not None:
+                self._server.close()
+            current = asyncio.current_task()
+            tasks = [task for task in asyncio.all_tasks() if task is not current]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+
+        async def deliver() -> None:
+            while True:
+                due, chunk = await queue.get()
+                wait = due - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                if not chunk:
+                    with contextlib.suppress(Exception):
+                        writer.write_eof()
+                    return
+                writer.write(chunk)
+                await writer.drain()
+
+        sender = asyncio.ensure_future(deliver())
+        try:
+            while True:
+                chunk = await reader.read(1 << 16)
+                await queue.put((time.monotonic() + self.delay_s, chunk))
+                if not chunk:
+                    break
+            await sender
+        except (ConnectionError, asyncio.CancelledError):
+            sender.cancel()
+
+    async def _handle(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        try:
+            up_r, up_w = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        except OSError:
+            client_w.close()
+            return
+        try:
+            await asyncio.gather(self._pipe(client_r, up_w), self._pipe(up_r, client_w))
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            for writer in (client_w, up_w):
+                with contextlib.suppress(Exception):
+                    writer.close()
