@@ -42,6 +42,12 @@ def main() -> None:
             for operation in ("upload", "download"):
                 result = Result.from_dict(link.probe(endpoint, size, operation, args.repeats))
                 figures[operation] = result.bytes_per_s
+                cpu = [s.cpu_fraction for s in result.samples]
+                print(
+                    f"  {mbit:g} Mbit/s {operation}: client CPU {cpu}, warnings {result.warnings}",
+                    file=sys.stderr,
+                    flush=True,
+                )
         row = (mbit, size // MiB, raw, figures["upload"], figures["download"])
         rows.append(row)
         print(f"  {mbit:g} Mbit/s done", file=sys.stderr, flush=True)
