@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 Buffer = bytes | bytearray | memoryview
+_CHUNK = 1 << 20  # bytes asked of a response stream per read
 
 
 class Backend:
@@ -64,6 +65,10 @@ class Backend:
     min_part_size = 1
     #: Largest object sent in one request; larger ones are split even at one stream.
     max_single_put: int | None = None
+    #: True when ``get``/``get_range`` fill a buffer the probe prepared (``out[slot]``, a
+    #: bytearray of the expected length, its pages touched before the timed window), so
+    #: no memory is allocated or page-faulted inside the window
+    reads_into = False
 
     def __init__(self, fs: fsspec.AbstractFileSystem) -> None:
         self.fs = fs
@@ -174,6 +179,7 @@ class S3Backend(AsyncBackend):
 
     name = "s3fs"
     splits_uploads = True
+    reads_into = True
     min_part_size = 5 * MiB
     max_single_put = 5 * GiB
 
@@ -244,6 +250,19 @@ class S3Backend(AsyncBackend):
             first_byte = self.clock()  # the response head has arrived
             body = response["Body"]
             try:
+                buffer = out[slot]
+                if isinstance(buffer, bytearray):
+                    view = memoryview(buffer)
+                    filled = 0
+                    while chunk := await body.read(_CHUNK):
+                        end = filled + len(chunk)
+                        if end > len(buffer):  # longer than written: keep it all for the check
+                            out[slot] = bytes(view[:filled]) + chunk + await body.read()
+                            return len(out[slot]), first_byte
+                        view[filled:end] = chunk
+                        filled = end
+                    out[slot] = view[:filled] if filled < len(buffer) else buffer
+                    return filled, first_byte
                 out[slot] = await body.read()
             finally:
                 body.close()
@@ -479,7 +498,7 @@ class ObstoreBackend(BucketBackend):
         async def job() -> tuple[int, int]:
             response = await store.get_async(key)
             first_byte = self.clock()
-            out[slot] = (await response.bytes_async()).to_bytes()
+            out[slot] = await response.bytes_async()  # Rust-owned buffer: no copy in Python
             return len(out[slot]), first_byte
 
         return job
@@ -488,7 +507,7 @@ class ObstoreBackend(BucketBackend):
         store, key = self._store(path)
 
         async def job() -> int:
-            out[slot] = (await store.get_range_async(key, start=start, end=end)).to_bytes()
+            out[slot] = await store.get_range_async(key, start=start, end=end)
             return len(out[slot])
 
         return job
@@ -670,6 +689,7 @@ class LocalBackend(Backend):
 
     name = "local"
     splits_uploads = True
+    reads_into = True
 
     def put(self, path: str, data: Buffer) -> Callable[[], int]:
         def job() -> int:
@@ -687,12 +707,28 @@ class LocalBackend(Backend):
 
     def get(self, path: str, out: list[Any], slot: int) -> Callable[[], tuple[int, int]]:
         def job() -> tuple[int, int]:
+            buffer = out[slot]
             with open(path, "rb", buffering=0) as handle:
-                head = handle.read(64 * 1024)
+                if not isinstance(buffer, bytearray):
+                    head = handle.read(64 * 1024)
+                    first_byte = self.clock()
+                    rest = handle.read()
+                    out[slot] = head + rest if rest else head
+                    return len(out[slot]), first_byte
+                view = memoryview(buffer)
+                filled = handle.readinto(view[: 64 * 1024]) or 0
                 first_byte = self.clock()
-                rest = handle.read()
-            out[slot] = head + rest if rest else head
-            return len(out[slot]), first_byte
+                while filled < len(buffer):
+                    got = handle.readinto(view[filled:])
+                    if not got:
+                        break
+                    filled += got
+                extra = handle.read()  # anything beyond what was written
+            if extra:
+                out[slot] = bytes(view[:filled]) + extra
+                return len(out[slot]), first_byte
+            out[slot] = view[:filled] if filled < len(buffer) else buffer
+            return filled, first_byte
 
         return job
 
