@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import threading
 import time
 import warnings
@@ -209,6 +210,7 @@ class Probe:
                 "workload must be a Workload (e.g. Workload.small()), "
                 f"not {type(workload).__name__}"
             )
+        _check_memory(workload)
         target = self.target
         backend = target.backend
         environment = Environment.capture(self.label)
@@ -426,6 +428,32 @@ class Probe:
                 return [f"{name} ({self.target.describe_error(exc)})" for name in names]
             backend.fs.invalidate_cache()
         return failed
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory available to new allocations (Linux MemAvailable), or None."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _check_memory(workload: Workload) -> None:
+    """Refuse a workload the probe cannot hold: it keeps one repeat's payload in memory."""
+    available = _available_memory()
+    if available is not None and workload.total_bytes > 0.8 * available:
+        raise ConfigurationError(
+            f"workload {workload.describe()} needs {format_size(workload.total_bytes)} of memory "
+            f"(the probe holds one repeat's payload); about {available / 1024**3:.1f} GiB is "
+            "available: use fewer or smaller objects"
+        )
 
 
 def _delta(after: int | None, before: int | None) -> int | None:

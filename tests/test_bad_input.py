@@ -227,6 +227,13 @@ CASES = [
         lambda e: ["run", "--workload", "1xMiB"],
     ),
     Case(
+        "workload larger than the memory available",
+        lambda e: Probe.from_url(str(e.tmp)).upload(Workload(count=1, size="4TiB")),
+        ConfigurationError,
+        "of memory",
+        lambda e: ["run", str(e.tmp), "--workload", "1x4TiB"],
+    ),
+    Case(
         "streams 0",
         lambda e: Probe.from_url("memory://x", streams=0),
         ConfigurationError,
