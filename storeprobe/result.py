@@ -46,46 +46,34 @@ def _int_array(value: Any) -> np.ndarray:
     return np.asarray(value, dtype=np.int64).reshape(-1)
 
 
+def _array_field(*, required: bool = False) -> Any:
+    """An int64 array field compared by value (empty by default unless ``required``)."""
+    compare = attrs.cmp_using(eq=np.array_equal)
+    if required:
+        return field(converter=_int_array, eq=compare, hash=False)
+    return field(
+        factory=lambda: np.zeros(0, np.int64), converter=_int_array, eq=compare, hash=False
+    )
+
+
 @frozen(kw_only=True)
 class Sample:
     """One repeat: payload bytes moved, the timed window in ns, and per-request latencies."""
 
     nbytes: int
     elapsed_ns: int
-    latencies_ns: np.ndarray = field(
-        converter=_int_array, eq=attrs.cmp_using(eq=np.array_equal), hash=False
-    )
+    latencies_ns: np.ndarray = _array_field(required=True)
     max_in_flight: int = 0
     #: failed attempts the client retried inside the window (None: not observable)
     retries: int | None = None
     #: start of each request, ns after the window opened (same order as latencies_ns)
-    offsets_ns: np.ndarray = field(
-        factory=lambda: np.zeros(0, np.int64),
-        converter=_int_array,
-        eq=attrs.cmp_using(eq=np.array_equal),
-        hash=False,
-    )
+    offsets_ns: np.ndarray = _array_field()
     #: payload bytes of each request
-    request_bytes: np.ndarray = field(
-        factory=lambda: np.zeros(0, np.int64),
-        converter=_int_array,
-        eq=attrs.cmp_using(eq=np.array_equal),
-        hash=False,
-    )
+    request_bytes: np.ndarray = _array_field()
     #: the stream (worker) that made each request
-    workers: np.ndarray = field(
-        factory=lambda: np.zeros(0, np.int64),
-        converter=_int_array,
-        eq=attrs.cmp_using(eq=np.array_equal),
-        hash=False,
-    )
+    workers: np.ndarray = _array_field()
     #: time to first byte of each download request that could measure it, in ns
-    ttfb_ns: np.ndarray = field(
-        factory=lambda: np.zeros(0, np.int64),
-        converter=_int_array,
-        eq=attrs.cmp_using(eq=np.array_equal),
-        hash=False,
-    )
+    ttfb_ns: np.ndarray = _array_field()
     #: CPU time (user + system) of the probe's process during the window, in ns
     cpu_ns: int | None = None
 

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from storeprobe import (
 )
 from storeprobe.cli import main
 from tests.conftest import s3_options
+from tests.helpers import tree
 from tests.servers import S3_KEY, S3_SECRET, Server, rclone_s3
 
 DOCS = Path(__file__).parent.parent / "docs" / "bad-input.md"
@@ -326,14 +326,6 @@ def _raise_cli() -> None:
     raise ConfigurationError("storage option must be KEY=VALUE")
 
 
-def _tree(root: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
-
-
 @pytest.fixture(scope="module")
 def readonly_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     with rclone_s3(tmp_path_factory.mktemp("readonly"), extra=("--read-only",)) as server:
@@ -371,8 +363,8 @@ def test_api(case: Case, env: Env, s3_bucket_dir: Path, monkeypatch: pytest.Monk
             monkeypatch.delitem(sys.modules["fsspec.registry"]._registry, protocol, raising=False)
 
     def state() -> tuple[dict[str, str], dict[str, str]]:
-        local = {k: v for k, v in _tree(env.tmp).items() if k != "results.json"}
-        return _tree(s3_bucket_dir), local
+        local = {k: v for k, v in tree(env.tmp).items() if k != "results.json"}
+        return tree(s3_bucket_dir), local
 
     before = state()
     with pytest.raises(case.error, match=_pattern(case.fragment)):
@@ -384,7 +376,7 @@ def test_api(case: Case, env: Env, s3_bucket_dir: Path, monkeypatch: pytest.Monk
 def test_cli(case: Case, env: Env, s3_bucket_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert case.cli is not None
     argv = case.cli(env)
-    before = _tree(s3_bucket_dir)
+    before = tree(s3_bucket_dir)
     try:
         code = main(argv)
     except SystemExit as exit_:  # argparse rejects some forms itself
@@ -394,7 +386,7 @@ def test_cli(case: Case, env: Env, s3_bucket_dir: Path, capsys: pytest.CaptureFi
     assert "error" in err
     assert "Traceback" not in err
     assert S3_SECRET not in err
-    assert _tree(s3_bucket_dir) == before
+    assert tree(s3_bucket_dir) == before
 
 
 def _pattern(fragment: str) -> str:

@@ -7,7 +7,6 @@ named.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import signal
 import socket
@@ -22,18 +21,11 @@ import s3fs
 
 from storeprobe import Probe, TargetUnreachableError, Workload
 from tests.conftest import s3_options
+from tests.helpers import tree
 from tests.http_proxy import CountingProxy
 from tests.servers import Server, rclone_s3
 
 SMALL = Workload(count=40, size="16KiB")
-
-
-def _tree(root: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
 
 
 def _neighbours(endpoint: str) -> None:
@@ -53,7 +45,7 @@ def proxy(s3_server: Server) -> Iterator[CountingProxy]:
 def test_intermittent_503s_are_retried_and_counted(
     proxy: CountingProxy, s3_bucket_dir: Path
 ) -> None:
-    before = _tree(s3_bucket_dir)
+    before = tree(s3_bucket_dir)
     probe = Probe.from_url(
         "s3://bench/faults", s3_options(f"http://127.0.0.1:{proxy.port}"), repeats=2
     )
@@ -63,7 +55,7 @@ def test_intermittent_503s_are_retried_and_counted(
     assert result.ok, result.errors
     assert sum(sample.retries or 0 for sample in result.samples) >= 4
     assert any("retried" in warning for warning in result.warnings)
-    assert _tree(s3_bucket_dir) == before
+    assert tree(s3_bucket_dir) == before
 
 
 def test_clean_run_counts_zero_retries(proxy: CountingProxy) -> None:
@@ -78,7 +70,7 @@ def test_clean_run_counts_zero_retries(proxy: CountingProxy) -> None:
 def test_a_server_that_never_answers_mid_run_is_a_timeout(
     proxy: CountingProxy, s3_bucket_dir: Path
 ) -> None:
-    before = _tree(s3_bucket_dir)
+    before = tree(s3_bucket_dir)
     options = s3_options(f"http://127.0.0.1:{proxy.port}")
     probe = Probe.from_url("s3://bench/faults", options, repeats=1, timeout=2)
     gets = 0
@@ -93,7 +85,7 @@ def test_a_server_that_never_answers_mid_run_is_a_timeout(
     proxy.hang_when = None
     assert not result.ok
     assert "TimeoutError" in result.errors[0]
-    assert _tree(s3_bucket_dir) == before  # cleanup still ran
+    assert tree(s3_bucket_dir) == before  # cleanup still ran
 
 
 def test_a_server_that_accepts_and_never_answers_fails_preparation() -> None:
@@ -114,7 +106,7 @@ def test_server_killed_mid_transfer(tmp_path: Path, operation: str) -> None:
     root = tmp_path / "s3root"
     with rclone_s3(root) as server:
         _neighbours(server.endpoint)
-        before = _tree(root / "bench")
+        before = tree(root / "bench")
         proxy = CountingProxy(server.port).start()
         method = "PUT" if operation == "upload" else "GET"
         seen = 0
@@ -137,7 +129,7 @@ def test_server_killed_mid_transfer(tmp_path: Path, operation: str) -> None:
     assert cleanup, result.warnings
     prefix = cleanup[0].split(" under ", 1)[1].split(":", 1)[0]
     # everything left on disk is under the named prefix; the neighbours are untouched
-    after = _tree(root / "bench")
+    after = tree(root / "bench")
     assert {
         k: v for k, v in after.items() if not k.startswith(prefix.removeprefix("bench/"))
     } == before

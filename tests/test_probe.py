@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,20 +18,9 @@ from storeprobe import (
     TargetNotFoundError,
     Workload,
 )
+from tests.helpers import StepClock
 
 TINY = Workload(count=8, size="4KiB")
-
-
-class StepClock:
-    def __init__(self, step: int = 10) -> None:
-        self.now = 0
-        self.step = step
-        self.lock = threading.Lock()
-
-    def __call__(self) -> int:
-        with self.lock:
-            self.now += self.step
-            return self.now
 
 
 @pytest.fixture

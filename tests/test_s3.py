@@ -6,7 +6,6 @@ requests were in flight.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from storeprobe import (
     Workload,
 )
 from tests.conftest import s3_options
+from tests.helpers import tree
 from tests.http_proxy import CountingProxy
 from tests.servers import S3_SECRET, Server, free_port
 
@@ -28,14 +28,6 @@ pytestmark = pytest.mark.s3
 
 SMALLISH = Workload(count=32, size="16KiB")
 ONE_OBJECT = Workload(count=1, size="24MiB")  # 5 parts of 5 MiB when split 4 ways
-
-
-def _tree(root: Path) -> dict[str, str]:
-    return {
-        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(root.rglob("*"))
-        if path.is_file()
-    }
 
 
 @pytest.mark.parametrize("streams", [1, 4])
@@ -60,7 +52,7 @@ def test_in_flight_requests_counted_on_the_server_side(
     if workload.count == 1 and streams == 4:
         assert result.strategy == "one object in 5 parts of 5 MiB, 4 at a time"
         assert "POST" in counting_proxy.methods  # multipart create/complete
-    assert not any(name.startswith("inflight") for name in _tree(s3_bucket_dir))
+    assert not any(name.startswith("inflight") for name in tree(s3_bucket_dir))
 
 
 def test_four_seed_probes_verified(s3_storage_options: dict[str, Any], s3_bucket_dir: Path) -> None:
@@ -78,7 +70,7 @@ def test_four_seed_probes_verified(s3_storage_options: dict[str, Any], s3_bucket
         assert result.protocol == "s3"
         assert result.url == "s3://bench/seed"
         assert result.kib_per_s > 0
-    assert not any(name.startswith("seed") for name in _tree(s3_bucket_dir))
+    assert not any(name.startswith("seed") for name in tree(s3_bucket_dir))
 
 
 def test_neighbour_object_untouched_by_normal_and_failed_runs(
@@ -88,11 +80,11 @@ def test_neighbour_object_untouched_by_normal_and_failed_runs(
     fs = s3fs.S3FileSystem(skip_instance_cache=True, **options)
     fs.pipe_file("bench/keep/neighbour.bin", b"precious bytes")
     fs.pipe_file("bench/keep-sibling.bin", b"also precious")
-    before = _tree(s3_bucket_dir)
+    before = tree(s3_bucket_dir)
     probe = Probe.from_url("s3://bench/keep", options, streams=4, repeats=2)
 
     assert probe.download(SMALLISH).ok
-    assert _tree(s3_bucket_dir) == before
+    assert tree(s3_bucket_dir) == before
 
     # the 20th PUT of the run is refused by the "server": a real mid-run failure
     counting_proxy.reset()
@@ -102,7 +94,7 @@ def test_neighbour_object_untouched_by_normal_and_failed_runs(
     assert len(failed.errors) == 1
     assert "repeat 1" in failed.errors[0]
     assert len(failed.samples) == 1
-    assert _tree(s3_bucket_dir) == before
+    assert tree(s3_bucket_dir) == before
 
 
 def test_failed_multipart_upload_is_aborted_and_cleaned(
@@ -110,7 +102,7 @@ def test_failed_multipart_upload_is_aborted_and_cleaned(
 ) -> None:
     options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
     probe = Probe.from_url("s3://bench/mpu", options, streams=4, repeats=1)
-    before = _tree(s3_bucket_dir)
+    before = tree(s3_bucket_dir)
     counting_proxy.reset()
     counting_proxy.fail_when = lambda method, path, n: (
         403 if method == "PUT" and "partNumber=3" in path else None
@@ -120,7 +112,7 @@ def test_failed_multipart_upload_is_aborted_and_cleaned(
     assert not result.ok
     assert "PermissionError: injected" in result.errors[0]
     assert counting_proxy.methods.count("DELETE") >= 1  # AbortMultipartUpload
-    assert _tree(s3_bucket_dir) == before
+    assert tree(s3_bucket_dir) == before
 
 
 def test_missing_bucket(s3_storage_options: dict[str, Any]) -> None:

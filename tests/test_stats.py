@@ -4,7 +4,6 @@ injected clock; time to first byte and CPU time from real probes."""
 from __future__ import annotations
 
 import math
-import threading
 from typing import Any
 
 import numpy as np
@@ -15,6 +14,7 @@ from hypothesis import strategies as st
 from storeprobe import Environment, Probe, Result, Sample, Workload
 from storeprobe.stats import compare, percentiles, stability_warnings, summarize
 from tests.conftest import s3_options
+from tests.helpers import StepClock
 from tests.servers import Server
 
 MiB = 1024**2
@@ -102,17 +102,6 @@ def test_first_done_and_last_done_throughput() -> None:
     )
     assert s.first_done_bytes_per_s == 200 * 1e9 / 20
     assert s.last_done_bytes_per_s == 300 * 1e9 / 40
-
-
-class StepClock:
-    def __init__(self) -> None:
-        self.now = 0
-        self.lock = threading.Lock()
-
-    def __call__(self) -> int:
-        with self.lock:
-            self.now += 10
-            return self.now
 
 
 def test_injected_clock_gives_exact_per_request_records() -> None:

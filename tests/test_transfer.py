@@ -9,19 +9,7 @@ import time
 import pytest
 
 from storeprobe.transfer import Plan, run_async, run_sync
-
-
-class StepClock:
-    """A clock that advances 10 ns each time it is read."""
-
-    def __init__(self) -> None:
-        self.now = 0
-        self.lock = threading.Lock()
-
-    def __call__(self) -> int:
-        with self.lock:
-            self.now += 10
-            return self.now
+from tests.helpers import StepClock
 
 
 def test_sync_engine_records_every_request_exactly() -> None:
