@@ -101,6 +101,16 @@ class Backend:
         """Untimed step between a setup upload and a timed download (evict caches)."""
         self.fs.invalidate_cache()
 
+    def confirm(self, path: str, size: int) -> Any | None:
+        """An untimed job that asks the storage for ``path``'s metadata before a download.
+
+        Object stores answer with the object's size, which must be ``size``: the setup
+        upload is complete and visible before the window opens. Servers that compute an
+        object's checksum lazily (``rclone serve s3`` over a disk) do that work here, on
+        the metadata request, not inside the timed transfer. ``None``: nothing to ask.
+        """
+        return None
+
     def cache_warning(self) -> str | None:
         """A warning for the Result when a download might be served from a cache."""
         return None
@@ -272,6 +282,16 @@ class S3Backend(AsyncBackend):
 
     def get(self, path: str, out: list[Any], slot: int) -> Any:
         return self._get_object(path, out, slot)
+
+    def confirm(self, path: str, size: int) -> Any:
+        bucket, key, _ = self.fs.split_path(path)
+
+        async def job() -> int:
+            response = await self.fs._call_s3("head_object", Bucket=bucket, Key=key)
+            _check_size(path, response["ContentLength"], size)
+            return 0
+
+        return job
 
     def get_range(self, path: str, start: int, end: int, out: list[Any], slot: int) -> Any:
         return self._get_object(path, out, slot, Range=f"bytes={start}-{end - 1}")
@@ -500,6 +520,16 @@ class ObstoreBackend(BucketBackend):
             first_byte = self.clock()
             out[slot] = await response.bytes_async()  # Rust-owned buffer: no copy in Python
             return len(out[slot]), first_byte
+
+        return job
+
+    def confirm(self, path: str, size: int) -> Any:
+        store, key = self._store(path)
+
+        async def job() -> int:
+            meta = await store.head_async(key)
+            _check_size(path, meta["size"], size)
+            return 0
 
         return job
 
@@ -820,6 +850,14 @@ class LocalBackend(Backend):
         return Plan(
             phases=((create,), tuple(part(offset, body) for offset, body in parts), (complete,)),
             on_failure=(close,),
+        )
+
+
+def _check_size(path: str, found: int, expected: int) -> None:
+    if found != expected:
+        raise OSError(
+            f"{path} holds {found} bytes after the setup upload, expected {expected}: "
+            "the storage did not keep what was written"
         )
 
 

@@ -4,7 +4,8 @@ One probe call (``upload`` or ``download``) does, for each of ``repeats`` repeti
 
 1. generate the payloads for fresh object names (untimed; each repeat has its own
    content, so no deduplicating store can flatter later repeats);
-2. for a download, upload those objects first (untimed) and evict caches;
+2. for a download, upload those objects first (untimed), evict caches, and ask the
+   storage for each object's size (untimed; it must match what was written);
 3. run the timed window: at most ``streams`` requests in flight, the window running
    from the first request's start to the last request's end;
 4. verify (untimed): every downloaded byte is compared with the regenerated payload;
@@ -301,6 +302,9 @@ class Probe:
         self._execute(plan)  # untimed setup upload, same streams
         del plan
         backend.after_upload(names)
+        confirms = [job for name in names if (job := backend.confirm(name, workload.size))]
+        if confirms:
+            self._execute(Plan(phases=(tuple(confirms),)))  # untimed, same streams
         backend.fs.invalidate_cache()
         plan, pieces = shape.download_plan(backend, workload, names)
         retries_before = backend.retries

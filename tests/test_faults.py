@@ -192,3 +192,34 @@ def test_verification_failure_leaves_no_trace(tmp_path: Path) -> None:
     assert "verification failed: object 3" in result.errors[0]
     assert os.listdir(tmp_path) == ["neighbour.bin"]
     assert neighbour.read_bytes() == b"precious"
+
+
+@pytest.mark.parametrize("client", ["s3fs", "obstore"])
+def test_an_object_shortened_after_the_setup_upload_is_caught_before_the_window(
+    s3_server: Server, client: str
+) -> None:
+    # another client overwrites one object with a shorter body between the setup upload
+    # and the download: the untimed size check names it, no timed sample is kept, and
+    # cleanup runs
+    from tests.conftest import obstore_fs
+
+    _neighbours(s3_server.endpoint)
+    before = tree(s3_server.root)
+    if client == "s3fs":
+        probe = Probe.from_url("s3://bench/faults", s3_options(s3_server.endpoint), repeats=1)
+    else:
+        probe = Probe(obstore_fs(s3_server.endpoint), "bench/faults", repeats=1)
+    backend = probe.target.backend
+    original = backend.after_upload
+
+    other = s3fs.S3FileSystem(skip_instance_cache=True, **s3_options(s3_server.endpoint))
+
+    def shorten(paths: list[str]) -> None:
+        original(paths)
+        other.pipe_file(paths[5], (s3_server.root / paths[5]).read_bytes()[:-7])
+
+    backend.after_upload = shorten  # type: ignore[method-assign]
+    result = probe.download(SMALL)
+    assert result.samples == ()
+    assert "holds 16377 bytes after the setup upload, expected 16384" in result.errors[0]
+    assert tree(s3_server.root) == before
