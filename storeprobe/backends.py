@@ -111,6 +111,11 @@ class Backend:
         """
         return None
 
+    def prepare_ranges(self, path: str) -> str | None:
+        """Untimed: make sure byte ranges of ``path`` can be read; a note for the Result
+        when they are read some other way than the backend's own client."""
+        return None
+
     def cache_warning(self) -> str | None:
         """A warning for the Result when a download might be served from a cache."""
         return None
@@ -481,6 +486,46 @@ class ObstoreBackend(BucketBackend):
     min_part_size = 5 * MiB
     max_single_put = 5 * GiB
 
+    def __init__(self, fs: fsspec.AbstractFileSystem) -> None:
+        super().__init__(fs)
+        #: builds an s3fs backend for the same storage, for servers whose ranged GETs
+        #: obstore refuses (set by ``Target.from_url``; None: no fallback)
+        self.range_fallback: Callable[[], Backend] | None = None
+        self._range_reader: Backend | None = None
+        self._ranges_checked = False
+
+    def prepare_ranges(self, path: str) -> str | None:
+        """One untimed 1-byte ranged GET; fall back to s3fs where the server answers 200.
+
+        obstore refuses a ranged GET answered with ``200 OK`` (``rclone serve s3`` sends
+        the right bytes with 200 and a Content-Range); s3fs accepts it.
+        """
+        note = (
+            "this server answers ranged GETs with 200 instead of 206 Partial Content, which "
+            "obstore refuses: the byte ranges were read with s3fs"
+        )
+        if self._ranges_checked:
+            return note if self._range_reader is not None else None
+        store, key = self._store(path)
+        from obstore import get_range
+
+        try:
+            get_range(store, key, start=0, end=1)
+        except Exception as exc:
+            if "non-partial response" not in str(exc):
+                raise
+            if self.range_fallback is None:
+                raise OSError(
+                    "this server answers ranged GETs with 200 instead of 206 Partial Content, "
+                    "which obstore refuses: download one object with streams=1, or open the "
+                    "URL with client='s3fs'"
+                ) from None
+            self._range_reader = self.range_fallback()
+            self._range_reader.clock = self.clock
+            self.reads_into = self._range_reader.reads_into
+        self._ranges_checked = True
+        return note if self._range_reader is not None else None
+
     def _store(self, path: str) -> tuple[Any, str]:
         bucket, key = self.fs._split_path(path)
         return self.fs._construct_store(bucket), key
@@ -534,6 +579,8 @@ class ObstoreBackend(BucketBackend):
         return job
 
     def get_range(self, path: str, start: int, end: int, out: list[Any], slot: int) -> Any:
+        if self._range_reader is not None:
+            return self._range_reader.get_range(path, start, end, out, slot)
         store, key = self._store(path)
 
         async def job() -> int:

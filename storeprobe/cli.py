@@ -79,6 +79,13 @@ def _parser() -> argparse.ArgumentParser:
         help="a storage option for the fsspec filesystem (VALUE parsed as JSON if it can be); "
         "repeatable. Secrets are never printed or written",
     )
+    run.add_argument(
+        "--client",
+        choices=["auto", "obstore", "s3fs"],
+        default="auto",
+        help="S3 client for s3:// URLs: auto (obstore when installed and the options "
+        "translate, else s3fs), obstore or s3fs (default: auto)",
+    )
     run.add_argument("--label", help="a name for this environment, e.g. home-laptop")
     run.add_argument(
         "--timeout", type=float, default=300.0, help="seconds per request (default: 300)"
@@ -122,6 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--streams", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32], metavar="N")
     sweep.add_argument("--repeats", type=int, default=3)
     sweep.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE")
+    sweep.add_argument("--client", choices=["auto", "obstore", "s3fs"], default="auto")
     sweep.add_argument("--label")
     sweep.add_argument("--json", type=Path, metavar="FILE")
     sweep.add_argument("--plot", type=Path, metavar="IMAGE")
@@ -230,6 +238,7 @@ def _run(args: argparse.Namespace) -> int:
             Probe.from_url(
                 url,
                 options,
+                client=args.client if url.startswith(("s3://", "s3a://")) else "auto",
                 streams=streams,
                 repeats=args.repeats,
                 timeout=args.timeout,
@@ -285,6 +294,7 @@ def _sweep(args: argparse.Namespace) -> int:
     probe = Probe.from_url(
         args.url,
         _options(args.option),
+        client=args.client,
         repeats=args.repeats,
         label=args.label,
         callback=_progress(),

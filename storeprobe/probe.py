@@ -130,11 +130,17 @@ class Probe:
 
     @classmethod
     def from_url(
-        cls, url: str, storage_options: dict[str, Any] | None = None, **options: Any
+        cls,
+        url: str,
+        storage_options: dict[str, Any] | None = None,
+        *,
+        client: str = "auto",
+        **options: Any,
     ) -> Probe:
         """A probe of ``url`` opened with fsspec; ``options`` are the probe's own
-        (``streams``, ``repeats``, ...)."""
-        target = Target.from_url(url, storage_options)
+        (``streams``, ``repeats``, ...). ``client`` picks the S3 client for ``s3://``
+        (``"auto"``, ``"obstore"`` or ``"s3fs"``: see :meth:`Target.from_url`)."""
+        target = Target.from_url(url, storage_options, client=client)
         probe = cls(target.fs, target.root, **options)
         probe.target = target
         target.backend.clock = probe.clock
@@ -594,6 +600,9 @@ class _Shape:
             ]
             jobs = tuple(backend.get(name, out, slot) for slot, name in enumerate(names))
             return Plan(phases=(jobs,)), [(slot, 0, out, slot) for slot in range(len(names))]
+        if (note := backend.prepare_ranges(names[0])) and note not in self.warnings:
+            self.warnings.append(note)
+            self.strategy += " (ranges read with s3fs)"
         ranges = [
             (start, min(start + self.part_size, workload.size))
             for start in range(0, workload.size, self.part_size)

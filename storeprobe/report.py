@@ -34,8 +34,8 @@ __all__ = ["CROWN", "ResultSet", "target_label"]
 #: The winner marker in markdown tables; ``crown="*"`` gives a plain-text one.
 CROWN = "👑"
 _DEFAULT_BACKEND = {
-    "s3": "s3fs",
-    "s3a": "s3fs",
+    "s3": "obstore",
+    "s3a": "obstore",
     "gs": "gcsfs",
     "gcs": "gcsfs",
     "abfs": "adlfs",

@@ -59,7 +59,7 @@ def _storage(name: str, request: pytest.FixtureRequest, tmp_path: Path) -> Stora
         options = s3_options(server.endpoint)
         return Storage(
             name,
-            lambda **kw: Probe.from_url("s3://bench/matrix", options, **kw),
+            lambda **kw: Probe.from_url("s3://bench/matrix", options, client="s3fs", **kw),
             fsspec.filesystem("s3", skip_instance_cache=True, **options),
             "bench/matrix",
         )

@@ -156,12 +156,36 @@ CASES = [
         1,
     ),
     Case(
-        "S3 server that never answers writes (rclone --read-only)",
-        lambda e: _raise_errors(_s3(e, e.readonly, timeout=2).upload(TINY)),
+        "S3 server that never answers writes (rclone --read-only, s3fs)",
+        lambda e: _raise_errors(_s3(e, e.readonly, timeout=2, client="s3fs").upload(TINY)),
         StoreProbeError,
         "no answer within 2 s",
+        lambda e: [*_cli_s3(e.readonly), "--client", "s3fs", "--timeout", "2"],
+        1,
+    ),
+    Case(
+        "S3 server that refuses writes (rclone --read-only, obstore)",
+        lambda e: _raise_errors(_s3(e, e.readonly, timeout=2).upload(TINY)),
+        StoreProbeError,
+        "500 Internal Server Error",
         lambda e: [*_cli_s3(e.readonly), "--timeout", "2"],
         1,
+    ),
+    Case(
+        "unknown S3 client",
+        lambda e: _s3(e, e.s3, client="boto"),
+        ConfigurationError,
+        "client must be one of auto, obstore, s3fs",
+        lambda e: [*_cli_s3(e.s3), "--client", "boto"],
+    ),
+    Case(
+        "obstore asked for with options it cannot take",
+        lambda e: Probe.from_url(
+            "s3://bench/bad", {**s3_options(e.s3), "profile": "work"}, client="obstore"
+        ),
+        ConfigurationError,
+        "storage option 'profile' has no obstore equivalent",
+        lambda e: [*_cli_s3(e.s3), "-o", "profile=work", "--client", "obstore"],
     ),
     Case(
         "zero count",

@@ -45,9 +45,13 @@ def proxy(s3_server: Server) -> Iterator[CountingProxy]:
 def test_intermittent_503s_are_retried_and_counted(
     proxy: CountingProxy, s3_bucket_dir: Path
 ) -> None:
+    # s3fs: botocore's retries are counted through its event hooks
     before = tree(s3_bucket_dir)
     probe = Probe.from_url(
-        "s3://bench/faults", s3_options(f"http://127.0.0.1:{proxy.port}"), repeats=2
+        "s3://bench/faults",
+        s3_options(f"http://127.0.0.1:{proxy.port}"),
+        client="s3fs",
+        repeats=2,
     )
     proxy.fail_when = lambda method, path, n: 503 if method == "PUT" and n % 10 == 5 else None
     result = probe.upload(SMALL)
@@ -58,9 +62,30 @@ def test_intermittent_503s_are_retried_and_counted(
     assert tree(s3_bucket_dir) == before
 
 
-def test_clean_run_counts_zero_retries(proxy: CountingProxy) -> None:
+def test_obstore_retries_503s_but_cannot_count_them(
+    proxy: CountingProxy, s3_bucket_dir: Path
+) -> None:
+    # obstore retries inside Rust: the run succeeds, and the count is unknown (None), not 0
+    before = tree(s3_bucket_dir)
     probe = Probe.from_url(
         "s3://bench/faults", s3_options(f"http://127.0.0.1:{proxy.port}"), repeats=1
+    )
+    assert probe.target.client == "obstore"
+    proxy.fail_when = lambda method, path, n: 503 if method == "PUT" and n % 10 == 5 else None
+    result = probe.upload(SMALL)
+    proxy.fail_when = None
+    assert result.ok, result.errors
+    assert proxy.methods.count("PUT") > SMALL.count  # the refused PUTs were sent again
+    assert [sample.retries for sample in result.samples] == [None]
+    assert tree(s3_bucket_dir) == before
+
+
+def test_clean_run_counts_zero_retries(proxy: CountingProxy) -> None:
+    probe = Probe.from_url(
+        "s3://bench/faults",
+        s3_options(f"http://127.0.0.1:{proxy.port}"),
+        client="s3fs",
+        repeats=1,
     )
     result = probe.download(SMALL)
     assert [sample.retries for sample in result.samples] == [0]

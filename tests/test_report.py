@@ -26,7 +26,7 @@ def result(
     workload: Workload | None = None,
     operation: str = "upload",
     streams: int = 1,
-    backend: str = "s3fs",
+    backend: str = "obstore",
     protocol: str = "s3",
 ) -> Result:
     workload = workload or Workload.small()
@@ -130,10 +130,10 @@ def test_best_of_several_runs_and_backend_in_label() -> None:
         [
             result("s3://a", "home", 2.0),
             result("s3://a", "home", 1.0),
-            result("s3://a", "home", 0.25, backend="obstore"),
+            result("s3://a", "home", 0.25, backend="s3fs"),
         ]
     )
-    assert results.targets == ["s3://a", "s3://a (obstore)"]
+    assert results.targets == ["s3://a", "s3://a (s3fs)"]
     table = results.table()
     assert "4096.00" in table
     assert "16384.00 👑" in table

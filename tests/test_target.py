@@ -70,3 +70,68 @@ def test_redaction_by_allow_list() -> None:
 def test_redact_url_drops_userinfo_and_query() -> None:
     assert redact_url("sftp://user:pw@host:22/dir") == "sftp://host:22/dir"
     assert redact_url("s3://bucket/x?token=abc#frag") == "s3://bucket/x"
+
+
+KEYS = {"key": "k", "secret": "s-SENTINEL"}
+ENDPOINT = {"client_kwargs": {"endpoint_url": "http://127.0.0.1:9", "region_name": "us-east-1"}}
+
+
+@pytest.mark.parametrize(
+    ("options", "client"),
+    [
+        ({**KEYS, **ENDPOINT}, "obstore"),  # everything obstore needs is explicit
+        ({**KEYS, "client_kwargs": {"region_name": "eu-west-1"}}, "obstore"),
+        ({"anon": True, "endpoint_url": "http://127.0.0.1:9"}, "obstore"),
+        (ENDPOINT, "s3fs"),  # no keys: botocore's credential chain (profiles, files)
+        ({**KEYS}, "s3fs"),  # no region, no endpoint: s3fs looks the bucket's region up
+        ({**KEYS, **ENDPOINT, "profile": "work"}, "s3fs"),  # no obstore equivalent
+        ({**KEYS, "client_kwargs": {"endpoint_url": "http://x", "verify": False}}, "s3fs"),
+    ],
+)
+def test_auto_chooses_obstore_only_when_the_options_translate(
+    options: dict[str, object], client: str
+) -> None:
+    target = Target.from_url("s3://bucket/dir", options)
+    assert target.client == client
+    assert target.protocol == "s3"
+    assert target.root == "bucket/dir"
+    assert target.url == "s3://bucket/dir"
+    assert "SENTINEL" not in repr(target)
+
+
+def test_obstore_target_carries_the_translated_config() -> None:
+    target = Target.from_url(
+        "s3://bucket/dir", {**KEYS, "token": "t", **ENDPOINT}, client="obstore"
+    )
+    options = target.fs.storage_options
+    assert options["config"] == {
+        "access_key_id": "k",
+        "secret_access_key": "s-SENTINEL",
+        "session_token": "t",
+        "endpoint": "http://127.0.0.1:9",
+        "region": "us-east-1",
+    }
+    assert options["client_options"]["allow_http"] is True
+    assert target.backend.range_fallback is not None  # s3fs for servers that answer 200
+    assert target.backend.range_fallback().name == "s3fs"
+
+
+def test_client_s3fs_forces_s3fs() -> None:
+    assert Target.from_url("s3://bucket", {**KEYS, **ENDPOINT}, client="s3fs").client == "s3fs"
+
+
+def test_client_is_only_for_s3() -> None:
+    with pytest.raises(ConfigurationError, match="leave client at 'auto'"):
+        Target.from_url("memory://x", client="obstore")
+
+
+def test_client_obstore_without_obstore_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "obstore" else real(name, *a)
+    )
+    with pytest.raises(MissingDependencyError, match=r"pip install 'storeprobe\[s3\]'"):
+        Target.from_url("s3://bucket", {**KEYS, **ENDPOINT}, client="obstore")
+    assert Target.from_url("s3://bucket", {**KEYS, **ENDPOINT}).client == "s3fs"  # auto
