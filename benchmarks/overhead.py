@@ -1,81 +1,235 @@
 """storeprobe's own overhead above the backend calls it wraps.
 
-For a filesystem where the calls are cheap (memory, and a local disk), times the same
-requests twice in one run: a plain loop calling the backend's primitive directly (the
-baseline), and storeprobe's timed window for the same workload. Prints both and the
-overhead (window ÷ plain loop − 1), best of N.
+The probe's timed window runs a plan of request jobs through its engine (≤ N in flight,
+a deadline per request, per-request clock marks and bookkeeping). This benchmark runs the
+*same* jobs two ways, alternately, on the same event loop or thread pool:
 
-    python benchmarks/overhead.py [--repeats 5]
+- **bare**: the jobs awaited (or called) by N plain workers — nothing else;
+- **engine**: storeprobe's engine (``run_async`` / ``run_sync``) as a probe runs them.
+
+Fresh objects are written for every run (uploads are create-only) and local files are
+evicted from the page cache before every download run. Each of ``--pairs`` pairs runs
+bare and engine back to back in alternating order; the overhead is the median over the
+pairs of (engine ÷ bare − 1), so slow drifts of the machine cancel out. The per-request
+figure is (engine − bare) ÷ requests.
+
+Targets: memory:// (calls of a few µs: the worst case), a local disk, and S3 on
+``rclone serve s3`` on 127.0.0.1 through obstore (the default S3 client) and through s3fs.
+
+    python benchmarks/overhead.py [--pairs 9] [--streams 1 8] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
+import json
+import statistics
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from fsspec.asyn import sync
+
 from storeprobe import Probe, Workload
-from storeprobe.backends import evict_from_page_cache
-from storeprobe.probe import _prefaulted
+from storeprobe.probe import _Shape
+from storeprobe.transfer import Plan, run_async, run_sync
+from tests.conftest import s3_options
+from tests.servers import rclone_s3
+
+WORKLOADS = [
+    ("upload", Workload.small()),
+    ("download", Workload.small()),
+    ("upload", Workload(count=1, size="64MiB")),
+    ("download", Workload(count=1, size="64MiB")),
+]
 
 
-def plain(probe: Probe, operation: str, workload: Workload, repeats: int) -> float:
-    """Best seconds of a plain loop over the backend's own calls (no storeprobe engine)."""
-    backend = probe.target.backend
-    root = probe.target.root
-    best = float("inf")
-    for repeat in range(repeats):
-        names = [f"{root}/plain-{repeat}-{i}" for i in range(workload.count)]
-        bodies = [backend.body(workload, i) for i in range(workload.count)]
-        try:
-            if operation == "download":
-                for name, body in zip(names, bodies, strict=True):
-                    backend.put(name, body)()
-                if probe.target.protocol == "file":
-                    for name in names:
-                        evict_from_page_cache(name)
-                out: list[object] = [
-                    _prefaulted(workload.size) if backend.reads_into else None for _ in names
-                ]
-                start = time.perf_counter()
-                for slot, name in enumerate(names):
-                    backend.get(name, out, slot)()
-            else:
-                start = time.perf_counter()
-                for name, body in zip(names, bodies, strict=True):
-                    backend.put(name, body)()
-            best = min(best, time.perf_counter() - start)
-        finally:
-            for name in names:
-                with contextlib.suppress(FileNotFoundError):
-                    backend.delete(name)()
-    return best
+async def _bare_worker(queue: Iterator[Any]) -> None:
+    for job in queue:
+        await job()
+
+
+async def _bare_async(phases: Sequence[Sequence[Any]], streams: int) -> None:
+    for phase in phases:
+        queue = iter(phase)
+        await asyncio.gather(*(_bare_worker(queue) for _ in range(min(streams, len(phase)))))
+
+
+def _bare_thread(queue: Iterator[Any], lock: threading.Lock) -> None:
+    while True:
+        with lock:
+            job = next(queue, None)
+        if job is None:
+            return
+        job()
+
+
+def _bare_sync(phases: Sequence[Sequence[Any]], streams: int) -> None:
+    for phase in phases:
+        queue, lock = iter(phase), threading.Lock()
+        threads = [
+            threading.Thread(target=_bare_thread, args=(queue, lock))
+            for _ in range(min(streams, len(phase)) - 1)
+        ]
+        for thread in threads:
+            thread.start()
+        _bare_thread(queue, lock)
+        for thread in threads:
+            thread.join()
+
+
+class Runner:
+    """Builds fresh plans for one probe and times them bare or through the engine."""
+
+    def __init__(self, probe: Probe, operation: str, workload: Workload, streams: int) -> None:
+        self.probe = probe
+        self.backend = probe.target.backend
+        self.operation = operation
+        self.workload = workload
+        self.streams = streams
+        self.shape = _Shape.choose(self.backend, workload, streams, None)
+        self.prefix = probe.target.new_prefix()
+        self.backend.make_prefix(self.prefix)
+        self.runs = 0
+        self.names: list[str] = []  # objects downloads read
+        self.written: list[str] = []  # objects the last upload run wrote
+
+    def _plan(self) -> Plan:
+        self.runs += 1
+        names = [f"{self.prefix}/{self.runs}-{i}" for i in range(self.workload.count)]
+        upload = self.shape.upload_plan(self.backend, self.workload, names, timed=False)
+        if self.operation == "upload":
+            self.written = names
+            return upload
+        if not self.names:  # objects to read, written once
+            self._execute_bare(upload)
+            self.names = names
+        self.backend.after_upload(self.names)
+        plan, _ = self.shape.download_plan(self.backend, self.workload, self.names)
+        return plan
+
+    def _execute_bare(self, plan: Plan) -> None:
+        if self.backend.is_async:
+            sync(self.backend.fs.loop, _bare_async, plan.phases, self.streams)
+        else:
+            _bare_sync(plan.phases, self.streams)
+
+    def _execute_engine(self, plan: Plan) -> None:
+        clock = time.perf_counter_ns
+        if self.backend.is_async:
+            sync(self.backend.fs.loop, run_async, plan, self.streams, clock, 300.0)
+        else:
+            run_sync(plan, self.streams, clock)
+
+    def time(self, engine: bool) -> float:
+        plan = self._plan()  # built before the clock starts, as the probe does
+        start = time.perf_counter()
+        (self._execute_engine if engine else self._execute_bare)(plan)
+        seconds = time.perf_counter() - start
+        self._delete(self.written)
+        self.written = []
+        return seconds
+
+    def _delete(self, names: Sequence[str]) -> None:
+        for name in names:
+            with contextlib.suppress(Exception):
+                job = self.backend.delete(name)
+                if self.backend.is_async:
+                    sync(self.backend.fs.loop, job)
+                else:
+                    job()
+
+    def requests(self) -> int:
+        plan = self._plan()
+        self._delete(self.written)
+        return sum(len(phase) for phase in plan.phases)
+
+    def cleanup(self) -> None:
+        self._delete([*self.names, *self.written])
+        with contextlib.suppress(Exception):
+            self.backend.remove_prefix(self.prefix)
+
+
+def measure(
+    probe: Probe, operation: str, workload: Workload, streams: int, pairs: int
+) -> dict[str, float]:
+    runner = Runner(probe, operation, workload, streams)
+    try:
+        runner.time(engine=True)  # warm-up: connections, caches of the client
+        runner.time(engine=False)
+        ratios, bare_times, engine_times = [], [], []
+        for pair in range(pairs):
+            order = (False, True) if pair % 2 == 0 else (True, False)
+            times = {engine: runner.time(engine) for engine in order}
+            bare_times.append(times[False])
+            engine_times.append(times[True])
+            ratios.append(times[True] / times[False] - 1)
+        requests = runner.requests()
+        return {
+            "bare_s": statistics.median(bare_times),
+            "engine_s": statistics.median(engine_times),
+            "overhead": statistics.median(ratios),
+            "per_request_us": 1e6
+            * (statistics.median(engine_times) - statistics.median(bare_times))
+            / requests,
+            "requests": requests,
+        }
+    finally:
+        runner.cleanup()
+
+
+@contextlib.contextmanager
+def targets(work: Path) -> Iterator[list[tuple[str, Callable[[int], Probe]]]]:
+    local = work / "disk"
+    local.mkdir()
+    with rclone_s3(work / "s3root") as server:
+        options = s3_options(server.endpoint)
+        yield [
+            ("memory", lambda n: Probe.from_url("memory://overhead", streams=n)),
+            ("local disk", lambda n: Probe.from_url(str(local), streams=n)),
+            (
+                "S3 obstore",
+                lambda n: Probe.from_url("s3://bench/o", options, client="obstore", streams=n),
+            ),
+            (
+                "S3 s3fs",
+                lambda n: Probe.from_url("s3://bench/o", options, client="s3fs", streams=n),
+            ),
+        ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--pairs", type=int, default=9)
+    parser.add_argument("--streams", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    print("| target | probe | plain loop (s) | storeprobe window (s) | overhead |")
-    print("|---|---|---:|---:|---:|")
-    with tempfile.TemporaryDirectory() as directory:
-        for url in ("memory://overhead", directory):
-            probe = Probe.from_url(url, repeats=args.repeats)
-            for workload in (Workload.small(), Workload(count=1, size="64MiB")):
-                for operation in ("upload", "download"):
-                    baseline = plain(probe, operation, workload, args.repeats)
-                    result = probe.measure(operation, workload)  # type: ignore[arg-type]
-                    window = result.best_seconds
-                    overhead = 100 * (window / baseline - 1)
+    figures: dict[str, dict[str, float]] = {}
+    print("| target | probe | streams | bare (s) | engine (s) | overhead | per request |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as work, targets(Path(work)) as chosen:
+        for name, make in chosen:
+            for streams in args.streams:
+                probe = make(streams)
+                for operation, workload in WORKLOADS:
+                    row = measure(probe, operation, workload, streams, args.pairs)
+                    key = f"{name} | {operation} {workload.describe()} | {streams}"
+                    figures[key] = row
                     print(
-                        f"| {probe.target.protocol} | {operation} {workload.describe()} "
-                        f"| {baseline:.4f} | {window:.4f} | {overhead:+.1f} % |"
+                        f"| {key} | {row['bare_s']:.4f} | {row['engine_s']:.4f} | "
+                        f"{100 * row['overhead']:+.2f} % | {row['per_request_us']:+.1f} µs |",
+                        flush=True,
                     )
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1))
 
 
 if __name__ == "__main__":

@@ -127,7 +127,9 @@ async def _run_phase_async(
         for job in queue:
             start = tracker.begin()
             try:
-                nbytes = await asyncio.wait_for(job(), timeout)
+                # a deadline on this task, not wait_for's extra task per request
+                async with asyncio.timeout(timeout):
+                    nbytes = await job()
             except TimeoutError:
                 tracker.abandon()
                 raise TimeoutError(f"a request got no answer within {timeout:g} s") from None
