@@ -23,12 +23,14 @@ import io
 import os
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import fsspec
 from fsspec.asyn import AsyncFileSystem, sync
 
 from storeprobe.errors import TargetNotFoundError
+from storeprobe.staging import Staging
 from storeprobe.transfer import Plan
 from storeprobe.units import GiB, MiB
 from storeprobe.workload import Workload
@@ -123,6 +125,10 @@ class Backend:
     def body(self, workload: Workload, index: int, start: int = 0, stop: int | None = None) -> Any:
         """Bytes ``[start, stop)`` of object ``index`` in the form ``put`` sends best."""
         return workload.payload(index, start, stop)
+
+    def staged_body(self, staging: Staging, start: int, stop: int) -> Any:
+        """A part of a staged object for ``split_upload``: a view of the staging file."""
+        return staging.part(start, stop)
 
     # --- one request each ---------------------------------------------------------
     def put(self, path: str, data: Buffer) -> Any:
@@ -266,7 +272,7 @@ class S3Backend(AsyncBackend):
             body = response["Body"]
             try:
                 buffer = out[slot]
-                if isinstance(buffer, bytearray):
+                if isinstance(buffer, bytearray | memoryview):
                     view = memoryview(buffer)
                     filled = 0
                     while chunk := await body.read(_CHUNK):
@@ -317,14 +323,17 @@ class S3Backend(AsyncBackend):
             size = _length(body)
 
             async def job() -> int:
-                body.seek(0)
+                # a staged part is a view of the staging file: botocore takes bytes or
+                # files, not views, so it is copied here (inside the window, and said so)
+                sent = io.BytesIO(body) if isinstance(body, memoryview) else body
+                sent.seek(0)
                 response = await self.fs._call_s3(
                     "upload_part",
                     Bucket=bucket,
                     Key=key,
                     UploadId=state["upload_id"],
                     PartNumber=number,
-                    Body=body,
+                    Body=sent,
                 )
                 etags[number] = response["ETag"]
                 return size
@@ -357,6 +366,7 @@ class S3Backend(AsyncBackend):
                 (complete,),
             ),
             on_failure=(abort,),
+            part_phase=1,
         )
 
 
@@ -447,8 +457,10 @@ class AzureBackend(BucketBackend):
 
         def stage(block_id: str, body: Any) -> Callable[[], Any]:
             async def job() -> int:
+                # the SDK takes bytes, not views: a staged part is copied here (in the window)
+                sent = bytes(body) if isinstance(body, memoryview) else body
                 async with self.fs.service_client.get_blob_client(container, blob) as client:
-                    await client.stage_block(block_id, body, length=len(body))
+                    await client.stage_block(block_id, sent, length=len(sent))
                 return len(body)
 
             return job
@@ -467,7 +479,8 @@ class AzureBackend(BucketBackend):
                     for block_id, (_, body) in zip(block_ids, parts, strict=True)
                 ),
                 (commit,),
-            )
+            ),
+            part_phase=0,
         )
 
 
@@ -568,6 +581,10 @@ class ObstoreBackend(BucketBackend):
 
         return job
 
+    def staged_body(self, staging: Staging, start: int, stop: int) -> Any:
+        """The staging file's path: obstore's multipart reads it in parts by itself."""
+        return _StagedFile(Path(staging.path), stop - start)
+
     def confirm(self, path: str, size: int) -> Any:
         store, key = self._store(path)
 
@@ -602,8 +619,12 @@ class ObstoreBackend(BucketBackend):
         self, path: str, size: int, parts: Sequence[tuple[int, Any]], streams: int
     ) -> Plan:
         store, key = self._store(path)
-        data = b"".join(body for _, body in parts)
-        part_size = len(parts[0][1])
+        first = parts[0][1]
+        part_size = len(first)
+        if isinstance(first, _StagedFile):  # obstore reads the staging file itself
+            data: Any = first.path
+        else:
+            data = b"".join(body for _, body in parts)
 
         async def job() -> int:
             await store.put_async(
@@ -613,7 +634,7 @@ class ObstoreBackend(BucketBackend):
                 chunk_size=part_size,
                 max_concurrency=streams,
             )
-            return len(data)
+            return size
 
         return Plan(phases=((job,),), inner_streams=min(streams, len(parts)))
 
@@ -713,7 +734,9 @@ class SFTPBackend(AsyncBackend):
 
             return job
 
-        return Plan(phases=((create,), tuple(part(offset, body) for offset, body in parts)))
+        return Plan(
+            phases=((create,), tuple(part(offset, body) for offset, body in parts)), part_phase=1
+        )
 
 
 # ------------------------------------------------------------------------- sync ----
@@ -820,7 +843,7 @@ class LocalBackend(Backend):
     def get_range(self, path: str, start: int, end: int, out: list[Any], slot: int) -> Any:
         def job() -> int:
             buffer = out[slot]
-            if not isinstance(buffer, bytearray) or len(buffer) != end - start:
+            if not isinstance(buffer, bytearray | memoryview) or len(buffer) != end - start:
                 buffer = bytearray(end - start)
             view = memoryview(buffer)
             fd = os.open(path, os.O_RDONLY)
@@ -897,7 +920,19 @@ class LocalBackend(Backend):
         return Plan(
             phases=((create,), tuple(part(offset, body) for offset, body in parts), (complete,)),
             on_failure=(close,),
+            part_phase=1,
         )
+
+
+class _StagedFile:
+    """A part of a staged object for obstore: the staging file's path and the part size."""
+
+    def __init__(self, path: Path, size: int) -> None:
+        self.path = path
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
 
 
 def _check_size(path: str, found: int, expected: int) -> None:

@@ -38,10 +38,11 @@ from storeprobe.environment import Environment, check_label
 from storeprobe.errors import ConfigurationError, StoreProbeWarning, TargetUnreachableError
 from storeprobe.report import ResultSet
 from storeprobe.result import OPERATIONS, Operation, Result, Sample
+from storeprobe.staging import Staging
 from storeprobe.stats import stability_warnings
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Plan, Timings, run_async, run_sync
-from storeprobe.units import MiB, format_size, parse_size
+from storeprobe.units import GiB, MiB, format_size, parse_size
 from storeprobe.workload import Workload
 
 __all__ = ["MAX_STREAMS", "Probe"]
@@ -81,6 +82,11 @@ def _check_part_size(_: Any, __: Any, value: int | None) -> None:
         raise ConfigurationError(f"part_size must be positive, not {value}")
 
 
+def _check_stage_above(_: Any, __: Any, value: int) -> None:
+    if value < 1:
+        raise ConfigurationError(f"stage_above must be positive, not {value}")
+
+
 @define
 class Probe:
     """Measures uploads and downloads of a :class:`Workload` on one filesystem path.
@@ -91,7 +97,10 @@ class Probe:
     ``effective_streams`` say what was done). ``timeout`` bounds each request, in
     seconds. ``part_size`` (bytes or ``"16MiB"``) sets the part size when one object is
     split; by default about four parts per stream, at least the backend's minimum.
-    ``clock`` returns nanoseconds and is replaceable for tests. ``callback`` (an
+    A split object of at least ``stage_above`` bytes (default 1 GiB) is staged through a
+    local file so that memory holds only the parts in flight (see
+    :mod:`storeprobe.staging`). ``clock`` returns nanoseconds and is replaceable for
+    tests. ``callback`` (an
     ``fsspec.callbacks.Callback``, e.g. ``TqdmCallback``) is told the bytes of each
     timed repeat (``set_size``) and of each request as it completes (``relative_update``).
     """
@@ -108,6 +117,9 @@ class Probe:
     timeout: float | None = field(default=300.0, kw_only=True, validator=_check_timeout)
     part_size: int | None = field(
         default=None, kw_only=True, converter=_part_size, validator=_check_part_size
+    )
+    stage_above: int = field(
+        default=GiB, kw_only=True, converter=parse_size, validator=_check_stage_above
     )
     label: str | None = field(default=None, kw_only=True)
     clock: Clock = field(default=time.perf_counter_ns, kw_only=True, repr=False)
@@ -179,6 +191,7 @@ class Probe:
             verify=self.verify,
             timeout=self.timeout,
             part_size=self.part_size,
+            stage_above=self.stage_above,
             label=self.label,
             clock=self.clock,
             callback=self.callback,
@@ -217,11 +230,15 @@ class Probe:
                 "workload must be a Workload (e.g. Workload.small()), "
                 f"not {type(workload).__name__}"
             )
-        _check_memory(workload)
         target = self.target
         backend = target.backend
-        environment = Environment.capture(self.label)
         shape = _Shape.choose(backend, workload, self.streams, self.part_size)
+        can_stage = backend.splits_uploads if operation == "upload" else backend.reads_ranges
+        shape.staged = shape.split and workload.size >= self.stage_above and can_stage
+        if shape.staged:
+            shape.strategy += " (staged through a local file)"
+        _check_memory(workload, shape, backend)
+        environment = Environment.capture(self.label)
         prefix = target.new_prefix()
         try:
             _bounded(lambda: backend.check_root(target.root), self.timeout)
@@ -295,8 +312,25 @@ class Probe:
     def _repeat(
         self, operation: Operation, workload: Workload, names: list[str], shape: _Shape
     ) -> Sample:
+        stagings: list[Staging] = []
+        try:
+            return self._repeat_staged(operation, workload, names, shape, stagings)
+        finally:
+            for staging in stagings:
+                staging.close()
+
+    def _repeat_staged(
+        self,
+        operation: Operation,
+        workload: Workload,
+        names: list[str],
+        shape: _Shape,
+        stagings: list[Staging],
+    ) -> Sample:
         backend = self.target.backend
-        plan = shape.upload_plan(backend, workload, names, timed=operation == "upload")
+        plan = shape.upload_plan(
+            backend, workload, names, timed=operation == "upload", stagings=stagings
+        )
         if operation == "upload":
             backend.fs.invalidate_cache()
             retries_before = backend.retries
@@ -307,17 +341,23 @@ class Probe:
             )
         self._execute(plan)  # untimed setup upload, same streams
         del plan
+        for staging in stagings:
+            staging.close()
+        stagings.clear()
         backend.after_upload(names)
         confirms = [job for name in names if (job := backend.confirm(name, workload.size))]
         if confirms:
             self._execute(Plan(phases=(tuple(confirms),)))  # untimed, same streams
         backend.fs.invalidate_cache()
-        plan, pieces = shape.download_plan(backend, workload, names)
+        plan, pieces = shape.download_plan(backend, workload, names, stagings=stagings)
         retries_before = backend.retries
         timings = self._execute(plan, timed=True, total=workload.total_bytes)
         self._check_moved(timings, workload)
         if self.verify:
-            _verify(workload, pieces)
+            if stagings:
+                _verify_staged(workload, stagings[0])
+            else:
+                _verify(workload, pieces)
         return self._sample(timings, plan.inner_streams, _delta(backend.retries, retries_before))
 
     def _execute(self, plan: Plan, *, timed: bool = False, total: int = 0) -> Timings:
@@ -455,14 +495,19 @@ def _available_memory() -> int | None:
         return None
 
 
-def _check_memory(workload: Workload) -> None:
-    """Refuse a workload the probe cannot hold: it keeps one repeat's payload in memory."""
+def _check_memory(workload: Workload, shape: _Shape, backend: Backend) -> None:
+    """Refuse a workload the probe cannot hold: it keeps one repeat's payload in memory,
+    or, for an object staged in both directions, twice the parts in flight."""
     available = _available_memory()
-    if available is not None and workload.total_bytes > 0.8 * available:
+    staged = shape.staged and backend.splits_uploads  # a download's setup upload too
+    needed = 2 * shape.effective_streams * shape.part_size if staged else workload.total_bytes
+    if available is not None and needed > 0.8 * available:
+        holds = "the parts in flight" if staged else "one repeat's payload"
         raise ConfigurationError(
-            f"workload {workload.describe()} needs {format_size(workload.total_bytes)} of memory "
-            f"(the probe holds one repeat's payload); about {available / 1024**3:.1f} GiB is "
-            "available: use fewer or smaller objects"
+            f"workload {workload.describe()} needs {format_size(needed)} of memory "
+            f"(the probe holds {holds}); about {available / 1024**3:.1f} GiB is "
+            "available: use fewer or smaller objects, or more streams so that one object "
+            "is split and staged through a local file"
         )
 
 
@@ -507,6 +552,8 @@ class _Shape:
     effective_streams: int
     strategy: str
     warnings: list[str]
+    #: the one object is staged through a local file (see storeprobe.staging)
+    staged: bool = False
 
     @classmethod
     def choose(
@@ -556,7 +603,13 @@ class _Shape:
         )
 
     def upload_plan(
-        self, backend: Backend, workload: Workload, names: list[str], *, timed: bool = True
+        self,
+        backend: Backend,
+        workload: Workload,
+        names: list[str],
+        *,
+        timed: bool = True,
+        stagings: list[Staging] | None = None,
     ) -> Plan:
         if not self.split:
             return Plan(
@@ -571,11 +624,25 @@ class _Shape:
             if timed:
                 self._cannot_split(backend, "upload")
             return Plan(phases=((backend.put(names[0], backend.body(workload, 0)),),))
-        pieces = [
-            (start, backend.body(workload, 0, start, min(start + self.part_size, workload.size)))
+        bounds = [
+            (start, min(start + self.part_size, workload.size))
             for start in range(0, workload.size, self.part_size)
         ]
-        return backend.split_upload(names[0], workload.size, pieces, self.effective_streams)
+        if not (self.staged and stagings is not None):
+            pieces = [(start, backend.body(workload, 0, start, stop)) for start, stop in bounds]
+            return backend.split_upload(names[0], workload.size, pieces, self.effective_streams)
+        staging = Staging.of_payload(workload, 0)
+        stagings.append(staging)
+        staged = [(start, backend.staged_body(staging, start, stop)) for start, stop in bounds]
+        plan = backend.split_upload(names[0], workload.size, staged, self.effective_streams)
+        if plan.part_phase is None:
+            return plan
+        phases = list(plan.phases)
+        phases[plan.part_phase] = tuple(
+            _releasing(backend, job, staging, start, stop, None)
+            for job, (start, stop) in zip(phases[plan.part_phase], bounds, strict=True)
+        )
+        return attrs.evolve(plan, phases=tuple(phases))
 
     def _cannot_split(self, backend: Backend, operation: str) -> None:
         note = (
@@ -589,7 +656,12 @@ class _Shape:
         self.strategy = f"one object in one request ({operation} cannot be split)"
 
     def download_plan(
-        self, backend: Backend, workload: Workload, names: list[str]
+        self,
+        backend: Backend,
+        workload: Workload,
+        names: list[str],
+        *,
+        stagings: list[Staging] | None = None,
     ) -> tuple[Plan, list[tuple[int, int, list[Any], int]]]:
         """The plan and where each piece lands: (object index, offset, output list, slot)."""
         if self.split and not backend.reads_ranges:
@@ -607,6 +679,22 @@ class _Shape:
             (start, min(start + self.part_size, workload.size))
             for start in range(0, workload.size, self.part_size)
         ]
+        if self.staged and stagings is not None:
+            staging = Staging.blank(workload.size)
+            stagings.append(staging)
+            out = [staging.part(start, end) for start, end in ranges]
+            jobs = tuple(
+                _releasing(
+                    backend,
+                    backend.get_range(names[0], start, end, out, slot),
+                    staging,
+                    start,
+                    end,
+                    (out, slot),
+                )
+                for slot, (start, end) in enumerate(ranges)
+            )
+            return Plan(phases=(jobs,)), []
         out = [_prefaulted(end - start) if backend.reads_into else None for start, end in ranges]
         jobs = tuple(
             backend.get_range(names[0], start, end, out, slot)
@@ -615,6 +703,57 @@ class _Shape:
         return Plan(phases=(jobs,)), [
             (0, start, out, slot) for slot, (start, _) in enumerate(ranges)
         ]
+
+
+def _releasing(
+    backend: Backend,
+    job: Any,
+    staging: Staging,
+    start: int,
+    stop: int,
+    landing: tuple[list[Any], int] | None,
+) -> Any:
+    """``job``, then its bytes in the staging file and its pages unmapped (see staging).
+
+    ``landing`` (download): the output slot; a client that returned its own buffer instead
+    of filling the staged view has it copied into the file, then the buffer is dropped.
+    """
+
+    def settle() -> None:
+        if landing is not None:
+            out, slot = landing
+            data = out[slot]
+            if not (isinstance(data, memoryview) and data.obj is staging.view.obj):
+                size = min(len(data), stop - start)
+                staging.view[start : start + size] = memoryview(data)[:size]
+            out[slot] = None
+        staging.release(start, stop)
+
+    if backend.is_async:
+
+        async def async_job() -> Any:
+            outcome = await job()
+            settle()
+            return outcome
+
+        return async_job
+
+    def sync_job() -> Any:
+        outcome = job()
+        settle()
+        return outcome
+
+    return sync_job
+
+
+def _verify_staged(workload: Workload, staging: Staging) -> None:
+    """Raise OSError if the staged object differs from the payload (read 1 MiB at a time)."""
+    for offset, chunk in staging.chunks():
+        bad = workload.mismatch(0, chunk, offset)
+        if bad is not None:
+            raise OSError(
+                f"verification failed: object 0 differs from what was written at byte {bad}"
+            )
 
 
 def _prefaulted(size: int) -> bytearray:

@@ -39,6 +39,8 @@ class Plan:
     on_failure: tuple[Callable[[], Any], ...] = ()
     #: requests one job keeps in flight by itself (a backend's own multipart upload)
     inner_streams: int = 1
+    #: index of the phase holding one job per part, in part order (a split upload)
+    part_phase: int | None = None
 
     @property
     def requests(self) -> int:

@@ -10,6 +10,7 @@ S3 module proves them for s3fs).
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -263,3 +264,29 @@ def test_sftp_never_trusts_an_unknown_host_key_by_default(
     options = {k: v for k, v in ssh_options(ssh_server).items() if k != "known_hosts"}
     with pytest.raises(TargetPermissionError, match="known_hosts"):
         Probe.from_url(f"sftp://127.0.0.1{ssh_server.root}", options)
+
+
+@pytest.mark.parametrize("operation", ["upload", "download"])
+def test_staged_large_object(
+    storage: Storage,
+    operation: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # one object split 4 ways and staged through a local file (stage_above lowered so a
+    # 12 MiB object is staged): verified, the staging file deleted, the storage untouched
+    staging_dir = tmp_path_factory.mktemp("staging")
+    monkeypatch.setattr(tempfile, "tempdir", str(staging_dir))
+    before = storage.snapshot()
+    probe = storage.make(streams=4, repeats=2, stage_above="4MiB")
+    if operation == "upload" and storage.name in ("gcsfs", "memory"):
+        with pytest.warns(StoreProbeWarning, match="cannot split"):
+            result = probe.measure(operation, ONE)  # type: ignore[arg-type]
+        assert "staged" not in result.strategy  # one request: nothing to stage
+    else:
+        result = probe.measure(operation, ONE)  # type: ignore[arg-type]
+        assert "(staged through a local file)" in result.strategy
+    assert result.ok, result.errors
+    assert [sample.nbytes for sample in result.samples] == [ONE.total_bytes] * 2
+    assert list(staging_dir.iterdir()) == []
+    assert storage.snapshot() == before

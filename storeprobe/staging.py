@@ -1,0 +1,109 @@
+"""Staging: one large object's bytes in a local file, so memory holds only what is in flight.
+
+A split transfer of one object of at least ``Probe.stage_above`` bytes (1 GiB by default)
+does not keep the object in memory:
+
+- **upload**: before the timed window the payload is written, 1 MiB at a time, to a
+  staging file in the temporary directory (``TMPDIR``); the parts sent inside the window
+  are views of that file's pages, which the kernel keeps in its page cache;
+- **download**: the ranges land in a staging file of the object's size (its pages
+  allocated before the window), and verification reads it back afterwards, 1 MiB at a
+  time.
+
+Once a part or range is done, its pages are unmapped from the process
+(``madvise(MADV_DONTNEED)``; the file keeps the data), so the probe's resident memory
+stays near the bytes in flight. What the window then includes besides the transfer:
+mapping page-cache pages into the process, and for clients that do not read into a
+given buffer (obstore, sshfs, gcsfs...) or do not take a view as a body (s3fs), one
+memory copy of each part. The Result's ``strategy`` says when an object was staged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+
+from storeprobe.errors import ConfigurationError
+from storeprobe.units import MiB, format_size
+from storeprobe.workload import Workload
+
+__all__ = ["Staging"]
+
+_CHUNK = MiB
+_PAGE = mmap.PAGESIZE
+
+
+class Staging:
+    """A temporary file of ``size`` bytes, mapped shared into memory, deleted on close."""
+
+    def __init__(self, size: int, directory: str | None = None) -> None:
+        directory = directory or tempfile.gettempdir()
+        free = shutil.disk_usage(directory).free
+        if free < size + 64 * MiB:
+            raise ConfigurationError(
+                f"staging one object of {format_size(size)} needs that much free space in "
+                f"{directory} ({format_size(free)} free): point TMPDIR at a larger disk, or "
+                "raise stage_above so the object is held in memory"
+            )
+        self.size = size
+        self._file = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed in close()
+            prefix="storeprobe-staging-", dir=directory
+        )
+        self.path = self._file.name
+        self.fd = self._file.fileno()
+        os.ftruncate(self.fd, size)
+        self._map = mmap.mmap(self.fd, size, flags=mmap.MAP_SHARED)
+        self.view = memoryview(self._map)
+
+    @classmethod
+    def of_payload(cls, workload: Workload, index: int, directory: str | None = None) -> Staging:
+        """A staging file holding object ``index``'s payload, written 1 MiB at a time."""
+        staging = cls(workload.size, directory)
+        buffer = bytearray(_CHUNK)
+        for start in range(0, workload.size, _CHUNK):
+            stop = min(start + _CHUNK, workload.size)
+            chunk = memoryview(buffer)[: stop - start]
+            workload.fill(index, start, chunk)
+            staging._write(start, chunk)
+        return staging
+
+    @classmethod
+    def blank(cls, size: int, directory: str | None = None) -> Staging:
+        """A zeroed staging file whose pages are allocated in the page cache already."""
+        staging = cls(size, directory)
+        zeros = bytes(_CHUNK)
+        for start in range(0, size, _CHUNK):
+            staging._write(start, memoryview(zeros)[: min(_CHUNK, size - start)])
+        return staging
+
+    def _write(self, offset: int, data: memoryview) -> None:
+        while data:
+            written = os.pwrite(self.fd, data, offset)
+            data = data[written:]
+            offset += written
+
+    def part(self, start: int, stop: int) -> memoryview:
+        """Bytes ``[start, stop)`` of the file, as a view of its mapping."""
+        return self.view[start:stop]
+
+    def release(self, start: int, stop: int) -> None:
+        """Unmap the pages of ``[start, stop)`` from this process; the file keeps them."""
+        first = start - start % _PAGE
+        if stop > first and hasattr(self._map, "madvise"):
+            self._map.madvise(mmap.MADV_DONTNEED, first, min(stop, self.size) - first)
+
+    def chunks(self) -> Iterator[tuple[int, bytes]]:
+        """(offset, bytes) of the whole file, 1 MiB at a time, read without the mapping."""
+        for start in range(0, self.size, _CHUNK):
+            yield start, os.pread(self.fd, min(_CHUNK, self.size - start), start)
+
+    def close(self) -> None:
+        """Unmap and delete the file (views still held elsewhere keep the map alive)."""
+        self.view.release()
+        with contextlib.suppress(BufferError):  # a client still holds a view: the map
+            self._map.close()  # goes with it
+        self._file.close()
