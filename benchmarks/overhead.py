@@ -4,8 +4,10 @@ The probe's timed window runs a plan of request jobs through its engine (≤ N i
 a deadline per request, per-request clock marks and bookkeeping). This benchmark runs the
 *same* jobs two ways, alternately, on the same event loop or thread pool:
 
-- **bare**: the jobs awaited (or called) by N plain workers — nothing else;
-- **engine**: storeprobe's engine (``run_async`` / ``run_sync``) as a probe runs them.
+- **bare**: the jobs awaited (or called) by N plain workers — nothing else — timed from
+  before the first job to after the last, on the event loop (or the calling thread);
+- **engine**: storeprobe's engine (``run_async`` / ``run_sync``) as a probe runs them,
+  timed as the probe reports it: from the first request's start to the last one's end.
 
 Fresh objects are written for every run (uploads are create-only) and local files are
 evicted from the page cache before every download run. Each of ``--pairs`` pairs runs
@@ -15,6 +17,13 @@ figure is (engine − bare) ÷ requests.
 
 Targets: memory:// (calls of a few µs: the worst case), a local disk, and S3 on
 ``rclone serve s3`` on 127.0.0.1 through obstore (the default S3 client) and through s3fs.
+
+Windows of a few milliseconds vary by several per cent from run to run on a shared VM,
+more than the effect sought. So the engine's own cost is also measured where nothing
+else varies: 20 000 jobs that do nothing, run bare and through the engine (best of 5).
+That cost per request, times the requests of a workload, divided by the workload's bare
+time, bounds the overhead from above (it assumes none of the engine's work overlaps a
+request's wait for the network); the last column shows it.
 
     python benchmarks/overhead.py [--pairs 9] [--streams 1 8] [--json out.json]
 """
@@ -57,10 +66,12 @@ async def _bare_worker(queue: Iterator[Any]) -> None:
         await job()
 
 
-async def _bare_async(phases: Sequence[Sequence[Any]], streams: int) -> None:
+async def _bare_async(phases: Sequence[Sequence[Any]], streams: int) -> int:
+    start = time.perf_counter_ns()  # on the loop: the hop into it is not counted
     for phase in phases:
         queue = iter(phase)
         await asyncio.gather(*(_bare_worker(queue) for _ in range(min(streams, len(phase)))))
+    return time.perf_counter_ns() - start
 
 
 def _bare_thread(queue: Iterator[Any], lock: threading.Lock) -> None:
@@ -72,7 +83,8 @@ def _bare_thread(queue: Iterator[Any], lock: threading.Lock) -> None:
         job()
 
 
-def _bare_sync(phases: Sequence[Sequence[Any]], streams: int) -> None:
+def _bare_sync(phases: Sequence[Sequence[Any]], streams: int) -> int:
+    start = time.perf_counter_ns()
     for phase in phases:
         queue, lock = iter(phase), threading.Lock()
         threads = [
@@ -84,6 +96,7 @@ def _bare_sync(phases: Sequence[Sequence[Any]], streams: int) -> None:
         _bare_thread(queue, lock)
         for thread in threads:
             thread.join()
+    return time.perf_counter_ns() - start
 
 
 class Runner:
@@ -116,24 +129,24 @@ class Runner:
         plan, _ = self.shape.download_plan(self.backend, self.workload, self.names)
         return plan
 
-    def _execute_bare(self, plan: Plan) -> None:
+    def _execute_bare(self, plan: Plan) -> int:
+        """Nanoseconds from before the first job to after the last, on the loop or thread."""
         if self.backend.is_async:
-            sync(self.backend.fs.loop, _bare_async, plan.phases, self.streams)
-        else:
-            _bare_sync(plan.phases, self.streams)
+            return int(sync(self.backend.fs.loop, _bare_async, plan.phases, self.streams))
+        return _bare_sync(plan.phases, self.streams)
 
-    def _execute_engine(self, plan: Plan) -> None:
+    def _execute_engine(self, plan: Plan) -> int:
+        """The window storeprobe reports: first request's start to last request's end."""
         clock = time.perf_counter_ns
         if self.backend.is_async:
-            sync(self.backend.fs.loop, run_async, plan, self.streams, clock, 300.0)
+            timings = sync(self.backend.fs.loop, run_async, plan, self.streams, clock, 300.0)
         else:
-            run_sync(plan, self.streams, clock)
+            timings = run_sync(plan, self.streams, clock)
+        return int(timings.end_ns.max() - timings.start_ns.min())
 
     def time(self, engine: bool) -> float:
         plan = self._plan()  # built before the clock starts, as the probe does
-        start = time.perf_counter()
-        (self._execute_engine if engine else self._execute_bare)(plan)
-        seconds = time.perf_counter() - start
+        seconds = (self._execute_engine if engine else self._execute_bare)(plan) / 1e9
         self._delete(self.written)
         self.written = []
         return seconds
@@ -156,6 +169,32 @@ class Runner:
         self._delete([*self.names, *self.written])
         with contextlib.suppress(Exception):
             self.backend.remove_prefix(self.prefix)
+
+
+def _noop_jobs(count: int, is_async: bool) -> tuple[Any, ...]:
+    async def async_job() -> int:
+        return 0
+
+    def sync_job() -> int:
+        return 0
+
+    return tuple(async_job if is_async else sync_job for _ in range(count))
+
+
+def engine_cost_ns(is_async: bool, streams: int, count: int = 20_000, rounds: int = 5) -> float:
+    """The engine's own nanoseconds per request, over jobs that do nothing."""
+    jobs = _noop_jobs(count, is_async)
+    plan = Plan(phases=(jobs,))
+    bare, engine = [], []
+    for _ in range(rounds):
+        if is_async:
+            bare.append(asyncio.run(_bare_async(plan.phases, streams)))
+            timings = asyncio.run(run_async(plan, streams, time.perf_counter_ns, 300.0))
+        else:
+            bare.append(_bare_sync(plan.phases, streams))
+            timings = run_sync(plan, streams, time.perf_counter_ns)
+        engine.append(int(timings.end_ns.max() - timings.start_ns.min()))
+    return (min(engine) - min(bare)) / count
 
 
 def measure(
@@ -213,19 +252,36 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     figures: dict[str, dict[str, float]] = {}
-    print("| target | probe | streams | bare (s) | engine (s) | overhead | per request |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    costs = {
+        (is_async, streams): engine_cost_ns(is_async, streams)
+        for is_async in (True, False)
+        for streams in args.streams
+    }
+    print("| engine | streams | own cost per request |")
+    print("|---|---:|---:|")
+    for (is_async, streams), cost in costs.items():
+        kind = "async (event loop)" if is_async else "sync (threads)"
+        print(f"| {kind} | {streams} | {cost / 1000:.2f} µs |")
+    print()
+    print(
+        "| target | probe | streams | bare (s) | engine (s) | paired overhead | per request "
+        "| bound from engine cost |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as work, targets(Path(work)) as chosen:
         for name, make in chosen:
             for streams in args.streams:
                 probe = make(streams)
                 for operation, workload in WORKLOADS:
                     row = measure(probe, operation, workload, streams, args.pairs)
+                    cost = costs[(probe.target.backend.is_async, streams)]
+                    row["bound"] = row["requests"] * cost / 1e9 / row["bare_s"]
                     key = f"{name} | {operation} {workload.describe()} | {streams}"
                     figures[key] = row
                     print(
                         f"| {key} | {row['bare_s']:.4f} | {row['engine_s']:.4f} | "
-                        f"{100 * row['overhead']:+.2f} % | {row['per_request_us']:+.1f} µs |",
+                        f"{100 * row['overhead']:+.2f} % | {row['per_request_us']:+.1f} µs | "
+                        f"{100 * row['bound']:.2f} % |",
                         flush=True,
                     )
     if args.json:

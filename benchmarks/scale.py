@@ -1,62 +1,112 @@
 """Scale and memory: time per object as the object count grows, and peak RSS.
 
-Each case runs in its own process (so peak RSS is its own) against a temporary
-directory on the local disk, one repeat:
+Each case runs in its own process (so peak RSS is its own), one repeat:
 
-- 1 000 and 10 000 objects of 4 KiB, upload and download: time per object (linear cost
-  means the two agree);
-- one object of 2 GiB, upload and download at 1 and 4 streams: peak RSS against the
-  bytes the probe holds (the object, plus a prepared download buffer).
+- 1 000 and 10 000 objects of 4 KiB, upload and download, on memory:// (storeprobe's
+  own per-object cost) and on a local disk: time per object (linear cost means the two
+  counts agree);
+- one object of 2 GiB, upload and download at 1 and 8 streams, on a local disk and on
+  S3 (``rclone serve s3`` on 127.0.0.1, storeprobe's default client): peak RSS against
+  the bound ``2 × bytes in flight + 64 MiB`` (at 1 stream the whole object is in flight;
+  at 8 streams, 8 parts — the object is staged through a local file).
 
-    python benchmarks/scale.py
+    python benchmarks/scale.py [--json out.json]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.conftest import s3_options
+from tests.servers import rclone_s3
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE = """
-import json, resource, sys, tempfile
+import json, sys, tempfile
 sys.path.insert(0, {root!r})
 from storeprobe import Probe, Workload
+from storeprobe.probe import _Shape
+def high_water_mib():  # VmHWM: this process image's peak RSS (ru_maxrss survives exec)
+    with open("/proc/self/status") as status:
+        return next(int(l.split()[1]) for l in status if l.startswith("VmHWM")) / 1024
 workload = Workload.parse({spec!r})
+url, options = {url!r}, {options!r}
 with tempfile.TemporaryDirectory(dir="/var/tmp") as directory:
-    probe = Probe.from_url(directory, streams={streams}, repeats=1)
+    probe = Probe.from_url(url or directory, options, streams={streams}, repeats=1)
+    shape = _Shape.choose(probe.target.backend, workload, {streams}, None)
+    in_flight = shape.effective_streams * shape.part_size if shape.split else workload.size
+    baseline = high_water_mib()
     result = probe.measure({operation!r}, workload)
 print(json.dumps({{
     "ok": result.ok,
     "errors": list(result.errors),
+    "strategy": result.strategy,
+    "client": result.backend,
     "seconds": result.best_seconds if result.samples else None,
     "per_object_us": result.best_seconds / workload.count * 1e6 if result.samples else None,
     "mib_per_s": result.mib_per_s if result.samples else None,
-    "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "baseline_rss_mib": baseline,
+    "peak_rss_mib": high_water_mib(),
+    "in_flight_mib": in_flight / 1024**2,
 }}))
 """
 
 
-def run(spec: str, operation: str, streams: int) -> dict[str, object]:
-    code = CASE.format(root=str(ROOT), spec=spec, operation=operation, streams=streams)
+def run(url: str, options: dict[str, object], spec: str, operation: str, streams: int) -> dict:
+    code = CASE.format(
+        root=str(ROOT), url=url, options=options, spec=spec, operation=operation, streams=streams
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
 def main() -> None:
-    print("| workload | operation | streams | seconds | µs per object | MiB/s | peak RSS (MiB) |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    cases = [(f"{n}x4KiB", op, 1) for n in (1000, 10000) for op in ("upload", "download")]
-    cases += [("1x2GiB", op, s) for s in (1, 4) for op in ("upload", "download")]
-    for spec, operation, streams in cases:
-        figures = run(spec, operation, streams)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as work, rclone_s3(Path(work)) as server:
+        s3 = ("s3://bench/scale", s3_options(server.endpoint))
+        print("| target | workload | operation | streams | seconds | µs per object | MiB/s |")
+        print("|---|---|---|---:|---:|---:|---:|")
+        for name, (url, options) in (("memory", ("memory://scale", {})), ("local", ("", {}))):
+            for count in (1000, 10000):
+                for operation in ("upload", "download"):
+                    f = run(url, options, f"{count}x4KiB", operation, 1)
+                    rows.append({"target": name, "spec": f"{count}x4KiB", "op": operation, **f})
+                    print(
+                        f"| {name} | {count} × 4 KiB | {operation} | 1 | {f['seconds']:.3f} "
+                        f"| {f['per_object_us']:.1f} | {f['mib_per_s']:.1f} |",
+                        flush=True,
+                    )
+        print()
         print(
-            f"| {spec} | {operation} | {streams} | {figures['seconds']:.3f} "
-            f"| {figures['per_object_us']:.1f} | {figures['mib_per_s']:.1f} "
-            f"| {figures['peak_rss_mib']:.0f} |",
-            flush=True,
+            "| target | operation | streams | MiB/s | in flight (MiB) | bound (MiB) "
+            "| peak RSS (MiB) | after imports (MiB) | within bound |"
         )
+        print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+        for name, (url, options) in (("local", ("", {})), ("S3", s3)):
+            for streams in (1, 8):
+                for operation in ("upload", "download"):
+                    f = run(url, options, "1x2GiB", operation, streams)
+                    bound = 2 * f["in_flight_mib"] + 64
+                    rows.append({"target": name, "spec": "1x2GiB", "op": operation, **f})
+                    print(
+                        f"| {name} ({f['client']}) | {operation} | {streams} "
+                        f"| {f['mib_per_s']:.0f} | {f['in_flight_mib']:.0f} | {bound:.0f} "
+                        f"| {f['peak_rss_mib']:.0f} | {f['baseline_rss_mib']:.0f} "
+                        f"| {'yes' if f['peak_rss_mib'] <= bound else 'NO'} |",
+                        flush=True,
+                    )
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

@@ -83,6 +83,32 @@ def test_async_engine_stops_on_first_error_and_times_out() -> None:
         asyncio.run(run_async(Plan(phases=((slow,),)), 1, time.perf_counter_ns, timeout=0.01))
 
 
+def test_the_deadline_is_per_request_not_per_phase() -> None:
+    # 30 requests of 20 ms one after another take 0.6 s, three times the 0.2 s deadline:
+    # each request is within it, so all finish; one request that sleeps 10 s is cancelled
+    async def quick() -> int:
+        await asyncio.sleep(0.02)
+        return 1
+
+    async def stuck() -> int:
+        await asyncio.sleep(10)
+        return 1
+
+    timings = asyncio.run(
+        run_async(Plan(phases=((quick,) * 30,)), 1, time.perf_counter_ns, timeout=0.2)
+    )
+    assert len(timings.nbytes) == 30
+    with pytest.raises(TimeoutError, match=r"no answer within 0\.2 s"):
+        asyncio.run(
+            run_async(
+                Plan(phases=((quick,) * 5 + (stuck,) + (quick,) * 5,)),
+                2,
+                time.perf_counter_ns,
+                timeout=0.2,
+            )
+        )
+
+
 def test_sync_engine_stops_launching_after_an_error() -> None:
     calls = []
 
