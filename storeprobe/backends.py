@@ -21,6 +21,7 @@ from __future__ import annotations
 import inspect
 import io
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -33,7 +34,7 @@ from storeprobe.errors import TargetNotFoundError
 from storeprobe.staging import Staging
 from storeprobe.transfer import Plan
 from storeprobe.units import GiB, MiB
-from storeprobe.workload import Workload
+from storeprobe.workload import Workload, filled_buffer
 
 __all__ = [
     "AsyncBackend",
@@ -42,6 +43,7 @@ __all__ = [
     "BucketBackend",
     "GCSBackend",
     "LocalBackend",
+    "MemoryBackend",
     "ObstoreBackend",
     "S3Backend",
     "SFTPBackend",
@@ -246,10 +248,7 @@ class S3Backend(AsyncBackend):
     def body(self, workload: Workload, index: int, start: int = 0, stop: int | None = None) -> Any:
         """A BytesIO filled in place: aiohttp streams it in chunks instead of one huge write."""
         stop = workload.size if stop is None else stop
-        body = io.BytesIO(bytes(stop - start))
-        with body.getbuffer() as view:
-            workload.fill(index, start, view)
-        return body
+        return filled_buffer(stop - start, lambda view: workload.fill(index, start, view))
 
     def put(self, path: str, data: Any) -> Callable[[], Any]:
         bucket, key, _ = self.fs.split_path(path)
@@ -426,7 +425,7 @@ class AzureBackend(BucketBackend):
 
     def body(self, workload: Workload, index: int, start: int = 0, stop: int | None = None) -> Any:
         """``bytes``: the Azure SDK cannot upload a bytearray."""
-        return bytes(workload.payload(index, start, stop))
+        return workload.payload_bytes(index, start, stop)
 
     def put(self, path: str, data: Buffer) -> Callable[[], Any]:
         async def job() -> int:
@@ -559,7 +558,7 @@ class ObstoreBackend(BucketBackend):
             ) from None
 
     def body(self, workload: Workload, index: int, start: int = 0, stop: int | None = None) -> Any:
-        return bytes(workload.payload(index, start, stop))
+        return workload.payload_bytes(index, start, stop)
 
     def put(self, path: str, data: Any) -> Callable[[], Any]:
         store, key = self._store(path)
@@ -654,7 +653,7 @@ class SFTPBackend(AsyncBackend):
 
     def body(self, workload: Workload, index: int, start: int = 0, stop: int | None = None) -> Any:
         """``bytes`` made before the window: asyncssh writes bytes, so no copy is timed."""
-        return bytes(workload.payload(index, start, stop))
+        return workload.payload_bytes(index, start, stop)
 
     def make_prefix(self, prefix: str) -> None:
         sync(self.fs.loop, self.fs._mkdir, prefix, create_parents=False)
@@ -747,7 +746,7 @@ class SyncBackend(Backend):
 
     def body(self, workload: Workload, index: int, start: int = 0, stop: int | None = None) -> Any:
         """``bytes`` made before the window, so ``pipe_file`` gets them without a timed copy."""
-        return bytes(workload.payload(index, start, stop))
+        return workload.payload_bytes(index, start, stop)
 
     def check_root(self, root: str) -> None:
         protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
@@ -783,6 +782,29 @@ class SyncBackend(Backend):
         def job() -> int:
             self.fs.rm_file(path)
             return 0
+
+        return job
+
+
+class MemoryBackend(SyncBackend):
+    """fsspec's ``memory://``: create-only writes without its O(n) existence check.
+
+    ``pipe_file(mode="create")`` on a MemoryFileSystem scans every stored key to decide
+    whether the path exists, which makes N uploads cost O(N²). The store is a dict in
+    this process, so the check is a dict lookup under a lock, then the write.
+    """
+
+    _lock = threading.Lock()
+
+    def put(self, path: str, data: Buffer) -> Callable[[], int]:
+        stored = self.fs._strip_protocol(path)
+
+        def job() -> int:
+            with self._lock:
+                if stored in self.fs.store:
+                    raise FileExistsError(path)
+                self.fs.pipe_file(stored, data)
+            return len(data)
 
         return job
 
@@ -978,6 +1000,8 @@ def backend_for(fs: fsspec.AbstractFileSystem) -> Backend:
         return SFTPBackend(fs)
     if "file" in protocols and module.startswith("fsspec.implementations.local"):
         return LocalBackend(fs)
+    if module.startswith("fsspec.implementations.memory"):
+        return MemoryBackend(fs)
     if isinstance(fs, AsyncFileSystem):
         return AsyncBackend(fs)
     return SyncBackend(fs)

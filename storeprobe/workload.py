@@ -13,8 +13,9 @@ A payload is generated from ``(seed, index)`` with numpy's SFC64 generator, one
 
 from __future__ import annotations
 
+import io
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
@@ -150,6 +151,17 @@ class Workload:
         self.fill(index, start, out)
         return out
 
+    def payload_bytes(self, index: int, start: int = 0, stop: int | None = None) -> bytes:
+        """Bytes ``[start, stop)`` of object ``index`` as an immutable ``bytes`` object.
+
+        Generated in place (no second copy is ever alive), for clients that take ``bytes``
+        without copying them (obstore, asyncssh, fsspec's memory filesystem).
+        """
+        return filled_buffer(
+            max((self.size if stop is None else stop) - start, 0),
+            lambda view: self.fill(index, start, view),
+        ).getvalue()
+
     def pieces(self, index: int, piece_size: int) -> Iterator[tuple[int, bytearray]]:
         """Yield ``(offset, bytes)`` pieces of object ``index``, each at most ``piece_size``."""
         if piece_size < 1:
@@ -190,3 +202,19 @@ class Workload:
     def from_dict(cls, data: dict[str, Any]) -> Workload:
         """Inverse of :meth:`to_dict`."""
         return cls(count=data["count"], size=data["size"], seed=data["seed"], name=data["name"])
+
+
+def filled_buffer(size: int, fill: Callable[[memoryview], None]) -> io.BytesIO:
+    """A BytesIO of ``size`` bytes written in place by ``fill`` (no zeroed copy first).
+
+    ``io.BytesIO(bytes(size))`` would copy its initial bytes on the first ``getbuffer``,
+    so two objects' worth of memory would be alive at once; growing an empty BytesIO to
+    ``size`` allocates once, and ``getvalue()`` then hands that same buffer out as bytes.
+    """
+    buffer = io.BytesIO()
+    if size:
+        buffer.seek(size - 1)
+        buffer.write(b"\0")
+        with buffer.getbuffer() as view:
+            fill(view)
+    return buffer

@@ -290,3 +290,17 @@ def test_staged_large_object(
     assert [sample.nbytes for sample in result.samples] == [ONE.total_bytes] * 2
     assert list(staging_dir.iterdir()) == []
     assert storage.snapshot() == before
+
+
+def test_memory_writes_are_create_only_and_linear() -> None:
+    from storeprobe.backends import MemoryBackend
+
+    fs = MemoryFileSystem(skip_instance_cache=True)
+    fs.pipe_file("/create-only/taken.bin", b"precious")
+    backend = MemoryBackend(fs)
+    with pytest.raises(FileExistsError):
+        backend.put("/create-only/taken.bin", b"other")()
+    assert fs.cat_file("/create-only/taken.bin") == b"precious"
+    assert backend.put("memory://create-only/new.bin", b"new")() == 3
+    assert fs.cat_file("/create-only/new.bin") == b"new"
+    fs.rm("/create-only", recursive=True)

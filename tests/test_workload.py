@@ -121,3 +121,11 @@ def test_generation_is_chunked_not_whole() -> None:
 def test_roundtrip_dict() -> None:
     workload = Workload(count=3, size="2MiB", seed=11, name="mine")
     assert Workload.from_dict(workload.to_dict()) == workload
+
+
+def test_payload_bytes_is_the_payload_as_bytes() -> None:
+    workload = Workload(count=2, size="3MiB", seed=11)
+    data = workload.payload_bytes(1, 100, 2 * 1024**2 + 7)
+    assert isinstance(data, bytes)
+    assert data == bytes(workload.payload(1, 100, 2 * 1024**2 + 7))
+    assert workload.payload_bytes(0, 5, 5) == b""
