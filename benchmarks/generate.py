@@ -4,8 +4,11 @@ Generates 1 GiB of workload payload (four 256 MiB objects) three ways and prints
 best of 3 for each, with the ratio to a plain ``memcpy`` of the same size measured in
 the same run (the baseline: generation cannot beat copying the bytes once):
 
-- into a reused buffer whose pages are already mapped (how the probe streams parts);
+- into a reused buffer whose pages are already mapped;
 - into fresh memory (``payload()``: a new bytearray, page faults included);
+- into fresh ``bytes`` (``payload_bytes()``, how most backends' bodies are made);
+- into a staging file (``Staging.of_payload``: 1 MiB at a time through a reused buffer,
+  how a large split object is prepared);
 - memcpy baseline (numpy copy between two mapped buffers).
 
     python benchmarks/generate.py
@@ -22,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 
 from storeprobe import Workload
+from storeprobe.staging import Staging
 
 GiB = 1024**3
 
@@ -48,6 +52,14 @@ def main() -> None:
         for index in range(workload.count):
             workload.payload(index)
 
+    def fresh_bytes() -> None:
+        for index in range(workload.count):
+            workload.payload_bytes(index)
+
+    def staged() -> None:
+        for index in range(workload.count):
+            Staging.of_payload(workload, index).close()
+
     source = np.ones(workload.size, np.uint8)
     target = np.zeros(workload.size, np.uint8)
 
@@ -56,10 +68,15 @@ def main() -> None:
             np.copyto(target, source)
 
     copy_s = best(memcpy)
-    print(f"memcpy baseline:      {1 / copy_s:6.2f} GiB/s")
-    for name, run in (("into a reused buffer", into_reused), ("into fresh memory", fresh)):
+    print(f"{'memcpy baseline:':31} {1 / copy_s:6.2f} GiB/s")
+    for name, run in (
+        ("into a reused buffer", into_reused),
+        ("into fresh memory (bytearray)", fresh),
+        ("into fresh bytes", fresh_bytes),
+        ("into a staging file", staged),
+    ):
         seconds = best(run)
-        print(f"{name}: {1 / seconds:6.2f} GiB/s ({copy_s / seconds:.2f}× memcpy)")
+        print(f"{name + ':':31} {1 / seconds:6.2f} GiB/s ({copy_s / seconds:.2f}× memcpy)")
 
 
 if __name__ == "__main__":

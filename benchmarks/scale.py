@@ -4,7 +4,9 @@ Each case runs in its own process (so peak RSS is its own), one repeat:
 
 - 1 000 and 10 000 objects of 4 KiB, upload and download, on memory:// (storeprobe's
   own per-object cost) and on a local disk: time per object (linear cost means the two
-  counts agree);
+  counts agree), with a bare loop of the same system calls on the same disk (O_EXCL
+  write + fsync; read after eviction) as the reference for what the file system itself
+  does as a directory grows;
 - one object of 2 GiB, upload and download at 1 and 8 streams, on a local disk and on
   S3 (``rclone serve s3`` on 127.0.0.1, storeprobe's default client): peak RSS against
   the bound ``2 × bytes in flight + 64 MiB`` (at 1 stream the whole object is in flight;
@@ -20,6 +22,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -67,6 +70,32 @@ def run(url: str, options: dict[str, object], spec: str, operation: str, streams
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
+def bare_local(count: int, size: int = 4096) -> tuple[float, float]:
+    """µs per file of a plain loop: O_EXCL write + fsync, then evict and read back."""
+    import os
+
+    data = os.urandom(size)
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as directory:
+        paths = [os.path.join(directory, f"{i:07d}") for i in range(count)]
+        start = time.perf_counter()
+        for path in paths:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.write(fd, data)
+            os.fsync(fd)
+            os.close(fd)
+        upload = time.perf_counter() - start
+        for path in paths:
+            fd = os.open(path, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+        start = time.perf_counter()
+        for path in paths:
+            with open(path, "rb", buffering=0) as handle:
+                handle.read()
+        download = time.perf_counter() - start
+    return upload / count * 1e6, download / count * 1e6
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path)
@@ -86,6 +115,13 @@ def main() -> None:
                         f"| {f['per_object_us']:.1f} | {f['mib_per_s']:.1f} |",
                         flush=True,
                     )
+        for count in (1000, 10000):
+            up, down = bare_local(count)
+            rows.append(
+                {"target": "bare local loop", "spec": f"{count}x4KiB", "up": up, "down": down}
+            )
+            print(f"| bare loop, local | {count} × 4 KiB | upload | 1 | | {up:.1f} | |")
+            print(f"| bare loop, local | {count} × 4 KiB | download | 1 | | {down:.1f} | |")
         print()
         print(
             "| target | operation | streams | MiB/s | in flight (MiB) | bound (MiB) "
