@@ -156,3 +156,18 @@ def test_unreachable_endpoint(client: str) -> None:
     with pytest.raises(TargetUnreachableError, match="endpoint") as info:
         probe.upload(SMALLISH)
     assert isinstance(info.value, ConnectionError)
+
+
+def test_own_obstore_store_against_a_server_answering_ranges_with_200(
+    s3_server: Server, s3_bucket_dir: Path
+) -> None:
+    # a store the caller built has no s3fs options to fall back on: the Result says what
+    # to do instead of reporting a single GET as 4 streams
+    from tests.conftest import obstore_fs
+
+    probe = Probe(obstore_fs(s3_server.endpoint), "bench/own", streams=4, repeats=1)
+    result = probe.download(ONE_OBJECT)
+    assert result.samples == ()
+    assert "200 instead of 206" in result.errors[0]
+    assert "client='s3fs'" in result.errors[0]
+    assert not any(name.startswith("own") for name in tree(s3_bucket_dir))
