@@ -100,9 +100,9 @@ class Probe:
     A split object of at least ``stage_above`` bytes (default 1 GiB) is staged through a
     local file so that memory holds only the parts in flight (see
     :mod:`storeprobe.staging`). ``clock`` returns nanoseconds and is replaceable for
-    tests. ``callback`` (an
-    ``fsspec.callbacks.Callback``, e.g. ``TqdmCallback``) is told the bytes of each
-    timed repeat (``set_size``) and of each request as it completes (``relative_update``).
+    tests. ``callback`` (an ``fsspec.callbacks.Callback``, e.g. ``TqdmCallback``) is told
+    the bytes of each timed repeat (``set_size``) and of each request as it completes
+    (``relative_update``).
     """
 
     fs: fsspec.AbstractFileSystem
