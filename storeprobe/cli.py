@@ -90,6 +90,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--timeout", type=float, default=300.0, help="seconds per request (default: 300)"
     )
+    run.add_argument(
+        "--stage-above",
+        default="1GiB",
+        metavar="SIZE",
+        help="stage one split object at least this large through a local file in TMPDIR, "
+        "so memory holds only the parts in flight (default: 1GiB)",
+    )
     run.add_argument("--no-verify", action="store_true", help="skip checking downloaded bytes")
     run.add_argument(
         "--json",
@@ -242,6 +249,7 @@ def _run(args: argparse.Namespace) -> int:
                 streams=streams,
                 repeats=args.repeats,
                 timeout=args.timeout,
+                stage_above=args.stage_above,
                 verify=not args.no_verify,
                 label=args.label,
                 callback=progress,

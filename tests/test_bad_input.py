@@ -286,6 +286,13 @@ CASES = [
         lambda e: ["run", "--timeout", "0"],
     ),
     Case(
+        "stage_above 0",
+        lambda e: Probe.from_url("memory://x", stage_above=0),
+        ConfigurationError,
+        "stage_above",
+        lambda e: ["run", "--stage-above", "0"],
+    ),
+    Case(
         "part size below the S3 minimum",
         lambda e: _s3(e, e.s3, part_size="1MiB"),
         ConfigurationError,

@@ -238,3 +238,21 @@ def test_progress_only_on_a_terminal(tmp_path: Path) -> None:
     assert process.returncode == 0
     assert b"\r  upload 64 \xc3\x97 64 KiB" in seen  # the progress line, redrawn in place
     assert b" %" in seen
+
+
+def test_run_stages_a_large_split_object(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(staging))
+    results = tmp_path / "results.json"
+    argv = ["run", str(tmp_path), "--workload", "1x12MiB", "--streams", "4", "--repeats", "1"]
+    assert main([*argv, "--stage-above", "4MiB", "--json", str(results)]) == 0
+    loaded = load_results(results.read_text())
+    assert [r.probe for r in loaded] == ["upload 1 × 12 MiB", "download 1 × 12 MiB"]
+    assert all("(staged through a local file)" in r.strategy for r in loaded)
+    assert list(staging.iterdir()) == []
+    capsys.readouterr()

@@ -111,11 +111,22 @@ def test_neighbour_object_untouched_by_normal_and_failed_runs(
 
 
 @CLIENTS
+@pytest.mark.parametrize("stage_above", ["1GiB", "8MiB"], ids=["in-memory", "staged"])
 def test_failed_multipart_upload_is_aborted_and_cleaned(
-    counting_proxy: CountingProxy, s3_bucket_dir: Path, client: str
+    counting_proxy: CountingProxy,
+    s3_bucket_dir: Path,
+    client: str,
+    stage_above: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where staging files go
     options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
-    probe = Probe.from_url("s3://bench/mpu", options, client=client, streams=4, repeats=1)
+    probe = Probe.from_url(
+        "s3://bench/mpu", options, client=client, streams=4, repeats=1, stage_above=stage_above
+    )
     before = tree(s3_bucket_dir)
     counting_proxy.reset()
     counting_proxy.fail_when = lambda method, path, n: (
@@ -128,6 +139,8 @@ def test_failed_multipart_upload_is_aborted_and_cleaned(
     assert refused in result.errors[0]
     assert counting_proxy.methods.count("DELETE") >= 1  # AbortMultipartUpload
     assert tree(s3_bucket_dir) == before
+    assert ("staged" in result.strategy) == (stage_above == "8MiB")
+    assert list(tmp_path.iterdir()) == []  # no staging file left
 
 
 @CLIENTS
