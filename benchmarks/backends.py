@@ -53,6 +53,9 @@ def storages(work: Path, only: set[str]) -> Iterator[dict[str, Factory]]:
         if "s3fs" in only:
             rc = stack.enter_context(rclone_s3(work / "s3root"))
             made["s3fs"] = lambda s, r: Probe.from_url(
+                "s3://bench/b", s3_options(rc.endpoint), client="s3fs", streams=s, repeats=r
+            )
+            made["obstore (rclone, default S3 path)"] = lambda s, r: Probe.from_url(
                 "s3://bench/b", s3_options(rc.endpoint), streams=s, repeats=r
             )
         if "obstore" in only:
