@@ -349,6 +349,8 @@ class Probe:
         if confirms:
             self._execute(Plan(phases=(tuple(confirms),)))  # untimed, same streams
         backend.fs.invalidate_cache()
+        if shape.split and backend.reads_ranges:  # a server that never answers fails here
+            _bounded(lambda: backend.prepare_ranges(names[0]), self.timeout)
         plan, pieces = shape.download_plan(backend, workload, names, stagings=stagings)
         retries_before = backend.retries
         timings = self._execute(plan, timed=True, total=workload.total_bytes)
@@ -515,7 +517,7 @@ def _delta(after: int | None, before: int | None) -> int | None:
     return None if after is None or before is None else after - before
 
 
-def _bounded(call: Callable[[], None], timeout: float | None) -> None:
+def _bounded(call: Callable[[], object], timeout: float | None) -> None:
     """Run a synchronous preparation step, giving up after ``timeout`` seconds.
 
     The step runs in a daemon thread: a server that accepts and never answers makes the
