@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import importlib.util
 import os
 import re
 import secrets
@@ -25,7 +26,7 @@ from attrs import define, field
 from fsspec.core import split_protocol, url_to_fs
 from fsspec.registry import known_implementations
 
-from storeprobe.backends import Backend, backend_for
+from storeprobe.backends import Backend, ObstoreBackend, backend_for
 from storeprobe.errors import (
     ConfigurationError,
     MissingDependencyError,
@@ -36,20 +37,10 @@ from storeprobe.errors import (
     TargetUnreachableError,
 )
 from storeprobe.redaction import redact_options, redact_url, scrub, scrub_patterns, secret_values
+from storeprobe.s3_clients import S3_CLIENTS, obstore_filesystem, s3fs_backend
 
-__all__ = ["EXTRAS", "S3_CLIENTS", "Target", "describe_error", "translate_error"]
+__all__ = ["EXTRAS", "Target", "describe_error", "translate_error"]
 
-#: The clients ``Target.from_url`` can open an ``s3://`` URL with ("auto": obstore when it
-#: is installed and the storage options say everything it needs, otherwise s3fs).
-S3_CLIENTS = ("auto", "obstore", "s3fs")
-# s3fs storage options obstore's S3 store understands, by name (client_kwargs apart)
-_S3FS_TO_OBSTORE = {
-    "key": "access_key_id",
-    "secret": "secret_access_key",
-    "token": "session_token",
-    "endpoint_url": "endpoint",
-}
-_IGNORED_BY_OBSTORE = frozenset({"skip_instance_cache", "use_listings_cache"})
 
 #: The storeprobe extra that installs the fsspec implementation of each protocol.
 EXTRAS: dict[str, str] = {
@@ -124,6 +115,8 @@ class Target:
     url: str = field(default="")
     options: dict[str, Any] = field(factory=dict)
     _secrets: tuple[str, ...] = field(factory=tuple, repr=False)
+    #: secrets resolved later (credentials botocore finds when obstore signs a request)
+    _secret_source: Callable[[], tuple[str, ...]] | None = field(default=None, repr=False)
     backend: Backend = field(init=False, repr=False)
 
     @root.validator
@@ -155,11 +148,9 @@ class Target:
         """Open ``url`` with fsspec (``url_to_fs``), caches off, errors made clear.
 
         ``storage_options`` are those of the fsspec implementation (s3fs's for ``s3://``).
-        For ``s3://``, ``client`` picks the S3 client: ``"obstore"`` (obstore's fsspec
-        store, the faster client: see the benchmarks page), ``"s3fs"``, or ``"auto"``
-        (obstore when it is installed and the options translate to it — explicit keys
-        or ``anon``, and an endpoint or region, nothing else — otherwise s3fs, whose
-        botocore credential chain also reads profiles and config files).
+        For ``s3://``, ``client`` picks the S3 client: ``"obstore"`` (the faster client:
+        see the benchmarks page), ``"s3fs"``, or ``"auto"``: obstore when it is installed
+        and the options translate to it (see :mod:`storeprobe.s3_clients`), else s3fs.
 
         A missing fsspec implementation raises :class:`MissingDependencyError` naming the
         extra to install (``pip install 'storeprobe[s3]'``).
@@ -193,8 +184,20 @@ class Target:
                 "implementation: leave client at 'auto'"
             )
         if protocol in ("s3", "s3a") and client != "s3fs":
-            target = _obstore_target(cls, url, options, secret_list, required=client == "obstore")
-            if target is not None:
+            opened = obstore_filesystem(options, required=client == "obstore")
+            if opened is not None:
+                store, credentials = opened
+                target = cls(
+                    store,
+                    url.split("://", 1)[1].rstrip("/"),
+                    url=redact_url(url),
+                    options=redact_options(options),
+                    secrets=secret_list,
+                    secret_source=None if credentials is None else lambda: credentials.secrets,
+                )
+                assert isinstance(target.backend, ObstoreBackend)
+                if importlib.util.find_spec("s3fs") is not None:
+                    target.backend.range_fallback = lambda: s3fs_backend(options)
                 return target
         kwargs = {"skip_instance_cache": True, **options}
         if protocol in _LISTING_CACHED:
@@ -252,7 +255,8 @@ class Target:
 
     def scrub(self, text: str) -> str:
         """``text`` with every secret value of this target replaced by ***."""
-        return scrub_patterns(scrub(text, self._secrets))
+        late = self._secret_source() if self._secret_source is not None else ()
+        return scrub_patterns(scrub(text, (*self._secrets, *late)))
 
     def describe_error(self, exc: BaseException) -> str:
         """One line naming the error type and its scrubbed message (first line, ≤ 400 chars)."""
@@ -270,98 +274,6 @@ def describe_error(exc: BaseException, scrubber: Callable[[str], str]) -> str:
     if len(message) > 400:
         message = message[:400] + "..."
     return f"{type(exc).__name__}: {message}"
-
-
-def _obstore_config(options: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """obstore's S3 config for s3fs-style ``options``, or why they do not translate."""
-    config: dict[str, Any] = {}
-    for name, value in options.items():
-        if name in _IGNORED_BY_OBSTORE:
-            continue
-        if name == "anon":
-            if value:
-                config["skip_signature"] = True
-        elif name == "client_kwargs" and isinstance(value, Mapping):
-            for inner, setting in value.items():
-                if inner == "endpoint_url":
-                    config["endpoint"] = setting
-                elif inner == "region_name":
-                    config["region"] = setting
-                else:
-                    return {}, f"client_kwargs[{inner!r}] has no obstore equivalent"
-        elif name in _S3FS_TO_OBSTORE:
-            config[_S3FS_TO_OBSTORE[name]] = value
-        else:
-            return {}, f"storage option {name!r} has no obstore equivalent"
-    signed = "access_key_id" in config and "secret_access_key" in config
-    if not (signed or config.get("skip_signature")):
-        return {}, "no explicit key and secret (s3fs reads botocore's credential chain)"
-    if "endpoint" not in config and "region" not in config:
-        return {}, "neither an endpoint nor a region (s3fs looks up the bucket's region)"
-    return config, None
-
-
-def _obstore_target(
-    cls: type[Target],
-    url: str,
-    options: dict[str, Any],
-    secret_list: tuple[str, ...],
-    *,
-    required: bool,
-) -> Target | None:
-    """A Target on obstore's fsspec store, or None when ``auto`` should use s3fs."""
-    import importlib.util
-
-    if importlib.util.find_spec("obstore") is None:
-        if required:
-            raise MissingDependencyError(
-                "client='obstore' needs obstore, which is not installed: "
-                "pip install 'storeprobe[s3]'"
-            )
-        return None
-    config, reason = _obstore_config(options)
-    if reason is not None:
-        if required:
-            raise ConfigurationError(
-                f"client='obstore' cannot use these storage_options: {reason}; "
-                "use client='s3fs' or pass key, secret and an endpoint_url or region_name"
-            )
-        return None
-    from obstore.fsspec import FsspecStore
-
-    from storeprobe.backends import ObstoreBackend
-
-    client_options: dict[str, Any] = {"timeout": "86400s"}  # the probe's timeout governs
-    if str(config.get("endpoint", "")).startswith("http://"):
-        client_options["allow_http"] = True
-    store_class: Any = FsspecStore  # its overloads do not know fsspec's instance-cache switch
-    fs = store_class(
-        "s3",
-        config=config,
-        client_options=client_options,
-        # as botocore's default: 4 retries; obstore alone would retry 10 times for 3 minutes
-        retry_config={"max_retries": 4, "retry_timeout": dt.timedelta(seconds=60)},
-        skip_instance_cache=True,
-    )
-    path = url.split("://", 1)[1].rstrip("/")
-    target = cls(
-        fs,
-        path,
-        url=redact_url(url),
-        options=redact_options(options),
-        secrets=secret_list,
-    )
-    assert isinstance(target.backend, ObstoreBackend)
-    if importlib.util.find_spec("s3fs") is not None:
-        target.backend.range_fallback = lambda: _s3fs_backend(options)
-    return target
-
-
-def _s3fs_backend(options: Mapping[str, Any]) -> Backend:
-    fs, _ = url_to_fs(
-        "s3://", **{"skip_instance_cache": True, "use_listings_cache": False, **options}
-    )
-    return backend_for(fs)
 
 
 def translate_error(

@@ -61,6 +61,8 @@ def s3_bucket_dir(s3_server: Server) -> Path:
 
 # --- the other storages (issue: every storage the seeds compared) -------------------
 os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")  # else gcsfs hangs on writes
+# botocore's credential chain must never ask an instance-metadata service: loopback only
+os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 
 
 @pytest.fixture(scope="session")

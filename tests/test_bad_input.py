@@ -181,11 +181,19 @@ CASES = [
     Case(
         "obstore asked for with options it cannot take",
         lambda e: Probe.from_url(
-            "s3://bench/bad", {**s3_options(e.s3), "profile": "work"}, client="obstore"
+            "s3://bench/bad",
+            {**s3_options(e.s3), "config_kwargs": {"connect_timeout": 5}},
+            client="obstore",
         ),
         ConfigurationError,
-        "storage option 'profile' has no obstore equivalent",
-        lambda e: [*_cli_s3(e.s3), "-o", "profile=work", "--client", "obstore"],
+        "storage option 'config_kwargs' has no obstore equivalent",
+        lambda e: [
+            *_cli_s3(e.s3),
+            "-o",
+            'config_kwargs={"connect_timeout": 5}',
+            "--client",
+            "obstore",
+        ],
     ),
     Case(
         "zero count",

@@ -15,6 +15,7 @@ import s3fs
 
 from storeprobe import (
     Probe,
+    StoreProbeError,
     TargetNotFoundError,
     TargetPermissionError,
     TargetUnreachableError,
@@ -184,3 +185,59 @@ def test_own_obstore_store_against_a_server_answering_ranges_with_200(
     assert "200 instead of 206" in result.errors[0]
     assert "client='s3fs'" in result.errors[0]
     assert not any(name.startswith("own") for name in tree(s3_bucket_dir))
+
+
+def _aws_profile(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, secret: str) -> None:
+    """A profile 'bench' in a shared credentials file, and nothing else from this machine."""
+    for name in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    credentials = tmp_path / "credentials"
+    credentials.write_text(
+        f"[bench]\naws_access_key_id = testkey\naws_secret_access_key = {secret}\n"
+    )
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+
+
+def test_profile_credentials_go_through_obstore(
+    s3_server: Server, s3_bucket_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # no keys in storage_options: botocore's chain finds the profile; obstore measures,
+    # and the ranged reads' s3fs fallback finds the same profile
+    _aws_profile(monkeypatch, tmp_path, S3_SECRET)
+    options = {"profile": "bench", "client_kwargs": {"endpoint_url": s3_server.endpoint}}
+    probe = Probe.from_url("s3://bench/profile", options, streams=4, repeats=1)
+    assert probe.target.client == "obstore"
+    results = [probe.upload(SMALLISH), probe.download(ONE_OBJECT)]
+    assert [r.ok for r in results] == [True, True], [r.errors for r in results]
+    assert results[1].strategy.endswith("(ranges read with s3fs)")
+    assert not any(name.startswith("profile") for name in tree(s3_bucket_dir))
+
+
+def test_a_wrong_secret_from_a_profile_is_refused_and_never_shown(
+    s3_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _aws_profile(monkeypatch, tmp_path, "wrong-PROFILE-SENTINEL-77")
+    options = {"profile": "bench", "client_kwargs": {"endpoint_url": s3_server.endpoint}}
+    probe = Probe.from_url("s3://bench/x", options, repeats=1)
+    with pytest.raises(TargetPermissionError) as info:
+        probe.upload(SMALLISH)
+    assert "SENTINEL" not in str(info.value)
+    assert "SENTINEL" not in repr(probe)
+
+
+def test_no_credentials_anywhere_is_a_clear_error(
+    s3_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _aws_profile(monkeypatch, tmp_path, S3_SECRET)
+    options = {"client_kwargs": {"endpoint_url": s3_server.endpoint}}  # default profile: none
+    probe = Probe.from_url("s3://bench/x", options, repeats=1)
+    with pytest.raises(StoreProbeError, match="no AWS credentials found"):
+        probe.upload(SMALLISH)

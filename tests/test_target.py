@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -73,6 +74,37 @@ def test_redact_url_drops_userinfo_and_query() -> None:
 
 
 KEYS = {"key": "k", "secret": "s-SENTINEL"}
+
+
+@pytest.fixture
+def no_aws_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No AWS configuration from this machine leaks into a test (files, region, keys)."""
+    for name in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+
+
+def test_region_from_the_profile_lets_obstore_measure(
+    no_aws_config: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = tmp_path / "config"
+    config.write_text("[profile work]\nregion = eu-west-1\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    target = Target.from_url("s3://bucket", {"profile": "work"})
+    assert target.client == "obstore"
+    assert target.fs.storage_options["config"] == {"region": "eu-west-1"}
+    # no region anywhere: s3fs, which looks the bucket's region up
+    assert Target.from_url("s3://bucket", {"profile": "other"}).client == "s3fs"
+
+
 ENDPOINT = {"client_kwargs": {"endpoint_url": "http://127.0.0.1:9", "region_name": "us-east-1"}}
 
 
@@ -82,14 +114,15 @@ ENDPOINT = {"client_kwargs": {"endpoint_url": "http://127.0.0.1:9", "region_name
         ({**KEYS, **ENDPOINT}, "obstore"),  # everything obstore needs is explicit
         ({**KEYS, "client_kwargs": {"region_name": "eu-west-1"}}, "obstore"),
         ({"anon": True, "endpoint_url": "http://127.0.0.1:9"}, "obstore"),
-        (ENDPOINT, "s3fs"),  # no keys: botocore's credential chain (profiles, files)
+        (ENDPOINT, "obstore"),  # no keys: botocore's credential chain, read when signing
         ({**KEYS}, "s3fs"),  # no region, no endpoint: s3fs looks the bucket's region up
-        ({**KEYS, **ENDPOINT, "profile": "work"}, "s3fs"),  # no obstore equivalent
+        ({**KEYS, **ENDPOINT, "profile": "work"}, "obstore"),  # explicit keys win
+        ({**KEYS, **ENDPOINT, "config_kwargs": {}}, "s3fs"),  # no obstore equivalent
         ({**KEYS, "client_kwargs": {"endpoint_url": "http://x", "verify": False}}, "s3fs"),
     ],
 )
 def test_auto_chooses_obstore_only_when_the_options_translate(
-    options: dict[str, object], client: str
+    options: dict[str, object], client: str, no_aws_config: None
 ) -> None:
     target = Target.from_url("s3://bucket/dir", options)
     assert target.client == client
