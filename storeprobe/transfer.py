@@ -94,7 +94,8 @@ class _Tracker:
     def begin(self) -> int:
         with self.lock:
             self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            if self.in_flight > self.max_in_flight:
+                self.max_in_flight = self.in_flight
         return self.clock()
 
     def end(self, start: int, outcome: int | tuple[int, int], worker: int = 0) -> None:
@@ -105,9 +106,9 @@ class _Tracker:
             ttfb = first_byte - start
         else:
             nbytes, ttfb = outcome, -1
+        self.records.append((start, end, nbytes, worker, ttfb))  # atomic under the GIL
         with self.lock:
             self.in_flight -= 1
-            self.records.append((start, end, nbytes, worker, ttfb))
         if self.progress is not None and nbytes:
             self.progress(nbytes)
 
