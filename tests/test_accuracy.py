@@ -3,7 +3,7 @@
 Bandwidth: a network namespace whose loopback is shaped by tbf to 40 Mbit/s runs
 ``rclone serve s3``; inside it, one raw TCP transfer measures the payload rate the link
 really carries (TCP/IP headers take ~4 % of the shaped rate), and storeprobe's large
-upload and download must read within ±5 % of that reference.
+upload and download (best of 3, the default) must read within ±5 % of that reference.
 
 Latency: a proxy of our own delays every byte by 40 ms each way; the per-request latency
 and time to first byte of small downloads must show at least the added 80 ms round trip.
@@ -27,7 +27,9 @@ def test_large_transfers_read_within_5_percent_of_the_link(tmp_path: Path) -> No
     with shaped_link(RATE_MBIT) as link, link.rclone_s3(tmp_path / "s3root") as endpoint:
         reference = link.raw_tcp_rate(SIZE)
         for operation in ("upload", "download"):
-            result = Result.from_dict(link.probe(endpoint, SIZE, operation))
+            # the probe's headline figure, best of 3 as by default: one stalled transfer
+            # (seen once in CI: -11 %) is what repeats are for
+            result = Result.from_dict(link.probe(endpoint, SIZE, operation, repeats=3))
             assert result.ok, result.errors
             error = result.bytes_per_s / reference - 1
             assert abs(error) <= 0.05, f"{operation}: {error:+.2%} against raw TCP"
