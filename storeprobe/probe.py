@@ -183,19 +183,7 @@ class Probe:
 
     def with_streams(self, streams: int) -> Probe:
         """The same probe (same target and options) with another stream count."""
-        probe = Probe(
-            self.fs,
-            self.path,
-            streams=streams,
-            repeats=self.repeats,
-            verify=self.verify,
-            timeout=self.timeout,
-            part_size=self.part_size,
-            stage_above=self.stage_above,
-            label=self.label,
-            clock=self.clock,
-            callback=self.callback,
-        )
+        probe = attrs.evolve(self, streams=streams)  # every option carried over
         probe.target = self.target
         return probe
 

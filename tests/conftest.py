@@ -131,3 +131,19 @@ def ssh_options(server: Server) -> dict[str, Any]:
         "client_keys": [str(server.root.parent / "ssh" / "client")],
         "known_hosts": None,
     }
+
+
+@pytest.fixture
+def no_aws_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No AWS configuration from this machine leaks into a test (files, region, keys)."""
+    for name in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))

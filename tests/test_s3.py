@@ -188,26 +188,21 @@ def test_own_obstore_store_against_a_server_answering_ranges_with_200(
 
 
 def _aws_profile(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, secret: str) -> None:
-    """A profile 'bench' in a shared credentials file, and nothing else from this machine."""
-    for name in (
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-        "AWS_PROFILE",
-        "AWS_REGION",
-        "AWS_DEFAULT_REGION",
-    ):
-        monkeypatch.delenv(name, raising=False)
+    """A profile 'bench' in a shared credentials file (with the ``no_aws_config`` fixture:
+    nothing else from this machine)."""
     credentials = tmp_path / "credentials"
     credentials.write_text(
         f"[bench]\naws_access_key_id = testkey\naws_secret_access_key = {secret}\n"
     )
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
 
 
 def test_profile_credentials_go_through_obstore(
-    s3_server: Server, s3_bucket_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    s3_server: Server,
+    s3_bucket_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    no_aws_config: None,
 ) -> None:
     # no keys in storage_options: botocore's chain finds the profile; obstore measures,
     # and the ranged reads' s3fs fallback finds the same profile
@@ -222,7 +217,7 @@ def test_profile_credentials_go_through_obstore(
 
 
 def test_a_wrong_secret_from_a_profile_is_refused_and_never_shown(
-    s3_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    s3_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_aws_config: None
 ) -> None:
     _aws_profile(monkeypatch, tmp_path, "wrong-PROFILE-SENTINEL-77")
     options = {"profile": "bench", "client_kwargs": {"endpoint_url": s3_server.endpoint}}
@@ -234,7 +229,7 @@ def test_a_wrong_secret_from_a_profile_is_refused_and_never_shown(
 
 
 def test_no_credentials_anywhere_is_a_clear_error(
-    s3_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    s3_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_aws_config: None
 ) -> None:
     _aws_profile(monkeypatch, tmp_path, S3_SECRET)
     options = {"client_kwargs": {"endpoint_url": s3_server.endpoint}}  # default profile: none

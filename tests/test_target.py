@@ -76,22 +76,6 @@ def test_redact_url_drops_userinfo_and_query() -> None:
 KEYS = {"key": "k", "secret": "s-SENTINEL"}
 
 
-@pytest.fixture
-def no_aws_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No AWS configuration from this machine leaks into a test (files, region, keys)."""
-    for name in (
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-        "AWS_PROFILE",
-        "AWS_REGION",
-        "AWS_DEFAULT_REGION",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-
-
 def test_region_from_the_profile_lets_obstore_measure(
     no_aws_config: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
