@@ -1,0 +1,105 @@
+"""Warnings and errors as data: a stable code, the message, what to do, and the repeat.
+
+A :class:`Notice` is what a Result says about itself. Tests and users match its
+``code`` (a :class:`Code`, stable across releases), never a substring of its message::
+
+    >>> notice = Notice(code=Code.HIGH_VARIATION, message="throughput varies by 14 %",
+    ...                 fix="run more repeats (repeats=10) and compare medians")
+    >>> str(notice)
+    'high-variation: throughput varies by 14 %: run more repeats (repeats=10) and compare medians'
+
+Codes are listed, with what each means, on the docs page ``docs/concepts.md``.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from attrs import field, frozen
+
+__all__ = ["Code", "Notice"]
+
+
+class Code(enum.StrEnum):
+    """The stable code of a :class:`Notice`."""
+
+    # -- warnings: the figure means less than it seems ----------------------------------
+    #: throughput varies by more than 10 % (coefficient of variation) over the repeats
+    HIGH_VARIATION = "high-variation"
+    #: the first repeat was much slower than the others
+    WARM_UP = "warm-up"
+    #: the timed window is too short to time reliably
+    WINDOW_TOO_SHORT = "window-too-short"
+    #: the probe's process used a whole CPU core: the client was the limit
+    CLIENT_BOUND = "client-bound"
+    #: a download faster than any network: a cache answered
+    CACHE_SUSPECTED = "cache-suspected"
+    #: the client retried failed requests inside the timed window
+    RETRIED = "retried"
+    #: one object's transfer could not be split: it was single-streamed
+    CANNOT_SPLIT = "cannot-split"
+    #: fewer objects or parts than streams: fewer requests were in flight
+    FEW_REQUESTS = "few-requests"
+    #: byte ranges were read with s3fs because the server answers ranged GETs with 200
+    RANGES_VIA_S3FS = "ranges-via-s3fs"
+    #: the storage refused conditional writes: existence was checked with HEAD instead
+    NO_CONDITIONAL_WRITE = "no-conditional-write"
+    #: this platform cannot evict files from the page cache before a download
+    NO_CACHE_EVICTION = "no-cache-eviction"
+    #: cleanup could not delete everything the probe wrote
+    CLEANUP_INCOMPLETE = "cleanup-incomplete"
+    # -- errors: a repeat failed ---------------------------------------------------------
+    #: a request failed (the message names the error the storage or client gave)
+    REQUEST_FAILED = "request-failed"
+    #: a request got no answer within the probe's timeout
+    TIMEOUT = "timeout"
+    #: the bytes read back differ from those written, or their count does
+    VERIFICATION_FAILED = "verification-failed"
+    #: the storage moved another number of bytes than the workload has
+    SHORT_TRANSFER = "short-transfer"
+    #: a notice from a results document written before codes existed (schema 1)
+    UNCLASSIFIED = "unclassified"
+
+
+def _code(value: Code | str) -> Code:
+    return Code(value)
+
+
+@frozen(kw_only=True)
+class Notice:
+    """One warning or error of a Result.
+
+    ``code`` is stable (see :class:`Code`); ``message`` says what happened, ``fix`` what
+    to do about it (may be empty); ``repeat`` is the 1-based repeat it concerns, or
+    None when it concerns the whole probe.
+    """
+
+    code: Code = field(converter=_code)
+    message: str
+    fix: str = ""
+    repeat: int | None = None
+
+    def __str__(self) -> str:
+        where = f"repeat {self.repeat}: " if self.repeat is not None else ""
+        fix = f": {self.fix}" if self.fix else ""
+        return f"{where}{self.code.value}: {self.message}{fix}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "code": self.code.value,
+            "message": self.message,
+            "fix": self.fix,
+            "repeat": self.repeat,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Notice:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            code=data["code"],
+            message=data["message"],
+            fix=data.get("fix", ""),
+            repeat=data.get("repeat"),
+        )
