@@ -24,9 +24,10 @@ from storeprobe.errors import (
     TargetUnreachableError,
     UnitError,
 )
+from storeprobe.notices import Code, Notice
 from storeprobe.probe import Probe
-from storeprobe.report import ResultSet
 from storeprobe.result import SCHEMA_VERSION, Result, Sample, dump_results, load_results
+from storeprobe.resultset import ResultSet, Saturation
 from storeprobe.target import Target
 from storeprobe.units import format_rate, format_size, parse_size
 from storeprobe.workload import Workload
@@ -39,14 +40,17 @@ except importlib.metadata.PackageNotFoundError:  # pragma: no cover - source che
 __all__ = [
     "SCHEMA_VERSION",
     "CleanupError",
+    "Code",
     "ConfigurationError",
     "Environment",
     "MissingDependencyError",
+    "Notice",
     "Probe",
     "Result",
     "ResultFormatError",
     "ResultSet",
     "Sample",
+    "Saturation",
     "StoreProbeError",
     "StoreProbeWarning",
     "Target",

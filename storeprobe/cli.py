@@ -1,33 +1,110 @@
 """The ``storeprobe`` command line. The only module that prints or exits.
 
 Exit codes: 0 every probe succeeded, 1 a probe failed or the target refused, 2 usage
-error (bad arguments, options or workloads).
+error (bad arguments, options or workloads), 130 interrupted, 141 standard output closed
+early (``storeprobe report FILE | head``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fsspec.callbacks import Callback
+from fsspec.callbacks import TqdmCallback
 
+from storeprobe import render
+from storeprobe.environment import check_label
 from storeprobe.errors import ConfigurationError, ResultFormatError, StoreProbeError
-from storeprobe.probe import Probe
-from storeprobe.report import CROWN, ResultSet
+from storeprobe.probe import MAX_STREAMS, Probe
+from storeprobe.render import CROWN, FORMATS, RATE_UNITS, TIE
 from storeprobe.result import Result
-from storeprobe.units import format_size
+from storeprobe.resultset import ResultSet
+from storeprobe.units import parse_size
 from storeprobe.workload import Workload
 
-__all__ = ["main", "render_table"]
+__all__ = ["EXIT_BROKEN_PIPE", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+#: standard output was closed early (``| head``): 128 + SIGPIPE, as shells report it
+EXIT_BROKEN_PIPE = 141
+PLAIN_CROWN, PLAIN_TIE = "*", "~"
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, except where the help already says it or there is none."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)
+
+
+def _help_formatter(prog: str) -> argparse.HelpFormatter:
+    return _HelpFormatter(prog, max_help_position=32)
+
+
+def _unit_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--unit",
+        choices=RATE_UNITS,
+        default="workload",
+        help="rate unit of tables and text: workload (KiB/s for objects under 1 MiB, MiB/s "
+        "otherwise), auto (by magnitude), KiB/s, MiB/s or Mibit/s (all 1024-based)",
+    )
+
+
+def _probe_options(parser: argparse.ArgumentParser) -> None:
+    """Options shared by run and sweep: storage, client, label, seed, progress."""
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="repetitions per probe; the best is reported"
+    )
+    parser.add_argument(
+        "-o",
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a storage option for the fsspec filesystem (VALUE parsed as JSON if it can be); "
+        "repeatable. Secrets are never printed or written",
+    )
+    parser.add_argument(
+        "--client",
+        choices=["auto", "obstore", "s3fs"],
+        default="auto",
+        help="S3 client for s3:// URLs: auto (obstore when installed and the options "
+        "translate, else s3fs), obstore or s3fs",
+    )
+    parser.add_argument("--label", help="a name for this environment, e.g. home-laptop")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="seed of the payload bytes, to reproduce a run's bytes exactly (default: a fresh "
+        "random seed per measurement, recorded in the results)",
+    )
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="draw a progress bar on standard error, at most 10 times a second and never "
+        "from inside the timed window (default: when standard error is a terminal)",
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        metavar="FILE",
+        help="also write the results as JSON; results already in FILE are kept",
+    )
+    _unit_option(parser)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,6 +119,7 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
         help="probe a storage (default: a temporary directory on the local disk)",
+        formatter_class=_help_formatter,
         description=(
             "Upload and download each workload and print a table of best-of-N throughput "
             "in 1024-based units (KiB/s for objects under 1 MiB, MiB/s otherwise). Without "
@@ -52,7 +130,8 @@ def _parser() -> argparse.ArgumentParser:
         "urls",
         nargs="*",
         metavar="URL",
-        help="fsspec URLs, e.g. s3://bucket/dir or /mnt/disk (default: a temporary local dir)",
+        help="fsspec URLs, e.g. s3://bucket/dir or /mnt/disk; several print a target column "
+        "(default: a temporary local directory)",
     )
     run.add_argument(
         "--streams",
@@ -60,9 +139,8 @@ def _parser() -> argparse.ArgumentParser:
         nargs="+",
         default=[1],
         metavar="N",
-        help="requests in flight; several values run one probe each (default: 1)",
+        help="requests in flight; several values run one probe each",
     )
-    run.add_argument("--repeats", type=int, default=3, help="repetitions per probe (default: 3)")
     run.add_argument(
         "--workload",
         action="append",
@@ -70,76 +148,84 @@ def _parser() -> argparse.ArgumentParser:
         help="small (256 × 16 KiB), large (1 × 256 MiB) or COUNTxSIZE such as 1000x4KiB; "
         "repeatable (default: small and large)",
     )
-    run.add_argument(
-        "-o",
-        "--option",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a storage option for the fsspec filesystem (VALUE parsed as JSON if it can be); "
-        "repeatable. Secrets are never printed or written",
-    )
-    run.add_argument(
-        "--client",
-        choices=["auto", "obstore", "s3fs"],
-        default="auto",
-        help="S3 client for s3:// URLs: auto (obstore when installed and the options "
-        "translate, else s3fs), obstore or s3fs (default: auto)",
-    )
-    run.add_argument("--label", help="a name for this environment, e.g. home-laptop")
-    run.add_argument(
-        "--timeout", type=float, default=300.0, help="seconds per request (default: 300)"
-    )
+    run.add_argument("--timeout", type=float, default=300.0, help="seconds per request")
     run.add_argument(
         "--stage-above",
         default="1GiB",
         metavar="SIZE",
         help="stage one split object at least this large through a local file in TMPDIR, "
-        "so memory holds only the parts in flight (default: 1GiB)",
+        "so memory holds only the parts in flight",
     )
     run.add_argument("--no-verify", action="store_true", help="skip checking downloaded bytes")
-    run.add_argument(
-        "--json",
-        type=Path,
-        metavar="FILE",
-        help="also write the results as JSON; results already in FILE are kept",
-    )
+    _probe_options(run)
 
     report = commands.add_parser(
         "report",
         help="comparison tables (and a chart) from saved results",
-        description="Read result files written by 'run --json' and print comparison tables.",
+        formatter_class=_help_formatter,
+        description="Read result files written by 'run --json' and print comparison tables. "
+        "Each (target, environment) keeps its own figure; the fastest of a column is "
+        "crowned only when significantly faster than the runner-up, else marked as a tie.",
     )
-    report.add_argument("files", nargs="+", type=Path, metavar="FILE")
-    report.add_argument("--format", choices=["markdown", "csv"], default="markdown")
+    report.add_argument(
+        "files", nargs="+", type=Path, metavar="FILE", help="result files (JSON) to compare"
+    )
+    report.add_argument(
+        "--format", choices=FORMATS, default="markdown", help="how to print the tables"
+    )
     report.add_argument(
         "--by",
         choices=["environment", "probe"],
         default="environment",
-        help="environment: one table per probe, environments as columns, winner crowned; "
-        "probe: one table, targets × probes with each stream count side by side",
+        help="environment: one table per probe, environments as columns; probe: one table, "
+        "one row per target and environment, probes as columns with each stream count "
+        "side by side",
     )
-    report.add_argument("--plain", action="store_true", help="mark winners with * not 👑")
+    report.add_argument(
+        "--plain",
+        action="store_true",
+        help=f"mark winners with {PLAIN_CROWN} and ties with {PLAIN_TIE}, not {CROWN} and {TIE}",
+    )
     report.add_argument(
         "--plot", type=Path, metavar="IMAGE", help="also save a bar chart (.png or .svg)"
     )
+    _unit_option(report)
 
     sweep = commands.add_parser(
         "sweep",
         help="throughput against the number of streams",
+        formatter_class=_help_formatter,
         description="Run one probe at several stream counts and name the saturation point: "
-        "the fewest streams reaching 95 %% of the best throughput.",
+        "the fewest streams reaching 95 % of the best throughput.",
     )
-    sweep.add_argument("url", metavar="URL")
-    sweep.add_argument("--operation", choices=["upload", "download"], default="download")
-    sweep.add_argument("--workload", default="small", metavar="SPEC")
-    sweep.add_argument("--streams", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32], metavar="N")
-    sweep.add_argument("--repeats", type=int, default=3)
-    sweep.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE")
-    sweep.add_argument("--client", choices=["auto", "obstore", "s3fs"], default="auto")
-    sweep.add_argument("--label")
-    sweep.add_argument("--json", type=Path, metavar="FILE")
-    sweep.add_argument("--plot", type=Path, metavar="IMAGE")
+    sweep.add_argument("url", metavar="URL", help="the fsspec URL to probe")
+    sweep.add_argument(
+        "--operation",
+        choices=["upload", "download"],
+        default="download",
+        help="which transfer to sweep",
+    )
+    sweep.add_argument(
+        "--workload",
+        default="small",
+        metavar="SPEC",
+        help="small (256 × 16 KiB), large (1 × 256 MiB) or COUNTxSIZE such as 1000x4KiB",
+    )
+    sweep.add_argument(
+        "--streams",
+        type=int,
+        nargs="+",
+        default=[1, 2, 4, 8, 16, 32],
+        metavar="N",
+        help="the stream counts to try",
+    )
+    sweep.add_argument(
+        "--plot",
+        type=Path,
+        metavar="IMAGE",
+        help="also save a chart of throughput per stream count",
+    )
+    _probe_options(sweep)
     return parser
 
 
@@ -156,90 +242,70 @@ def _options(pairs: Sequence[str]) -> dict[str, Any]:
     return options
 
 
-def render_table(results: Sequence[Result]) -> str:
-    """A markdown table: probe, streams, best and median throughput, unit, repeats."""
-    rows = [("probe", "workload", "streams", "best", "median", "unit", "ok/repeats")]
-    for result in results:
-        unit = result.rate_unit
-        if result.samples:
-            scale = 1024 if unit == "KiB/s" else 1024**2
-            best = f"{result.bytes_per_s / scale:.2f}"
-            median = f"{result.median_bytes_per_s / scale:.2f}"
-        else:
-            best = median = "failed"
-        streams = str(result.streams)
-        if result.effective_streams != result.streams:
-            streams += f" ({result.effective_streams} effective)"
-        rows.append(
-            (
-                result.probe,
-                f"{result.workload.count} × {format_size(result.workload.size)}",
-                streams,
-                best,
-                median,
-                unit,
-                f"{len(result.samples)}/{len(result.samples) + len(result.errors)}",
+def _check_counts(streams: Sequence[int], repeats: int) -> None:
+    """Refuse bad counts before anything is created (a temporary directory, a probe)."""
+    for count in streams:
+        if not 1 <= count <= MAX_STREAMS:
+            raise ConfigurationError(
+                f"--streams {count} is out of range: use 1 to {MAX_STREAMS}, e.g. 1, 4 or 16"
             )
-        )
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    numeric = {2, 3, 4, 6}
-
-    def line(row: Sequence[str]) -> str:
-        cells = [
-            cell.rjust(width) if index in numeric else cell.ljust(width)
-            for index, (cell, width) in enumerate(zip(row, widths, strict=True))
-        ]
-        return "| " + " | ".join(cells) + " |"
-
-    rule = (
-        "|"
-        + "|".join(
-            ("-" * (width + 1) + ":") if index in numeric else ("-" * (width + 2))
-            for index, width in enumerate(widths)
-        )
-        + "|"
-    )
-    return "\n".join([line(rows[0]), rule, *(line(row) for row in rows[1:])])
+    if repeats < 1:
+        raise ConfigurationError(f"--repeats {repeats} is out of range: use 1 or more, e.g. 3")
 
 
-class _Progress(Callback):  # type: ignore[misc]  # fsspec ships no type hints
-    """A one-line progress display on standard error (terminals only)."""
+def _probe_keywords(args: argparse.Namespace) -> dict[str, Any]:
+    keywords: dict[str, Any] = {"repeats": args.repeats, "label": args.label}
+    if args.seed is not None:
+        keywords["seed"] = args.seed
+    return keywords
+
+
+def _progress_wanted(args: argparse.Namespace) -> bool:
+    return bool(sys.stderr.isatty()) if args.progress is None else bool(args.progress)
+
+
+class _Bars:
+    """One tqdm bar per measurement on standard error, through fsspec's TqdmCallback.
+
+    The probe drives the callback from outside its timed window; tqdm redraws at most
+    every 0.1 s.
+    """
 
     def __init__(self) -> None:
-        super().__init__()
-        self.name = ""
-        self.started = time.monotonic()
+        self.options: dict[str, Any] = {
+            "desc": "",
+            "unit": "B",
+            "unit_scale": True,
+            "unit_divisor": 1024,
+            "leave": False,
+            "file": sys.stderr,
+            "mininterval": 0.1,
+            "dynamic_ncols": True,
+        }
+        self.callback = TqdmCallback(tqdm_kwargs=self.options)
 
-    def set_size(self, size: int | None) -> None:
-        super().set_size(size)
-        self.started = time.monotonic()
+    def start(self, description: str) -> None:
+        self.callback.close()  # the next update opens a fresh bar with this description
+        self.options["desc"] = description
 
-    def call(self, *args: Any, **kwargs: Any) -> None:
-        if not self.size:
-            return
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        rate = self.value / elapsed / 1024**2
-        percent = 100 * self.value / self.size
-        print(f"\r  {self.name}: {percent:5.1f} % {rate:9.2f} MiB/s", end="", file=sys.stderr)
-        if self.value >= self.size:
-            print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
-
-
-def _progress() -> _Progress | None:
-    return _Progress() if sys.stderr.isatty() else None
+    def close(self) -> None:
+        self.callback.close()
 
 
 def _run(args: argparse.Namespace) -> int:
+    _check_counts(args.streams, args.repeats)
+    check_label(args.label)
     workloads = [Workload.parse(spec) for spec in (args.workload or ["small", "large"])]
     options = _options(args.option)
+    parse_size(args.stage_above)
+    bars = _Bars() if _progress_wanted(args) else None
     temporary: str | None = None
     urls = list(args.urls)
     if not urls:
         temporary = tempfile.mkdtemp(prefix="storeprobe-local-")
         urls = [temporary]
         print(f"probing a temporary directory on the local disk: {temporary}", file=sys.stderr)
-    progress = _progress()
-    results = ResultSet()
+    results: list[Result] = []
     try:
         probes = [
             Probe.from_url(
@@ -247,12 +313,11 @@ def _run(args: argparse.Namespace) -> int:
                 options,
                 client=args.client if url.startswith(("s3://", "s3a://")) else "auto",
                 streams=streams,
-                repeats=args.repeats,
                 timeout=args.timeout,
                 stage_above=args.stage_above,
                 verify=not args.no_verify,
-                label=args.label,
-                callback=progress,
+                callback=bars.callback if bars is not None else None,
+                **_probe_keywords(args),
             )
             for url in urls
             for streams in args.streams
@@ -260,66 +325,86 @@ def _run(args: argparse.Namespace) -> int:
         for probe in probes:
             for workload in workloads:
                 for operation in ("upload", "download"):
-                    if progress is not None:
-                        progress.name = f"{operation} {workload.label} ({probe.target.url})"
+                    if bars is not None:
+                        bars.start(f"{operation} {workload.label} ({probe.target.url})")
                     result = probe.measure(operation, workload)
-                    results.add(result)
-                    print(f"  {result}", file=sys.stderr)
+                    results.append(result)
+                    if bars is not None:
+                        bars.close()
+                    print(f"  {render.result_line(result, args.unit)}", file=sys.stderr)
     finally:
+        if bars is not None:
+            bars.close()
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
-    print(render_table(list(results)))
-    _print_problems(results)
+    collected = ResultSet(results)
+    print(render.render_tables([render.results_table(results, args.unit)]))
+    _print_notices(collected)
     if args.json is not None:
-        results.save(args.json)
+        collected.save(args.json)
     return EXIT_OK if all(result.ok for result in results) else EXIT_FAILED
 
 
-def _print_problems(results: ResultSet) -> None:
+def _print_notices(results: ResultSet) -> None:
     for result in results:
-        for warning in result.warnings:
-            print(f"warning: {result.probe}: {warning}", file=sys.stderr)
-        for error in result.errors:
-            print(f"error: {result.probe}: {error}", file=sys.stderr)
+        for line in render.notice_lines(result):
+            print(line, file=sys.stderr)
 
 
 def _report(args: argparse.Namespace) -> int:
     results = ResultSet.load(*args.files)
     if not len(results):
         raise ConfigurationError("the result files hold no results")
-    crown = "*" if args.plain else CROWN
-    print(results.table(by=args.by, format=args.format, crown=crown))
+    crown, tie = (PLAIN_CROWN, PLAIN_TIE) if args.plain else (CROWN, TIE)
+    print(results.table(by=args.by, format=args.format, unit=args.unit, crown=crown, tie=tie))
     if args.plot is not None:
         from storeprobe.plot import plot_probes
 
-        plot_probes(results).savefig(args.plot)
+        plot_probes(results, unit=args.unit).savefig(args.plot)
         print(f"chart written to {args.plot}", file=sys.stderr)
     return EXIT_OK
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    _check_counts(args.streams, args.repeats)
     workload = Workload.parse(args.workload)
-    probe = Probe.from_url(
-        args.url,
-        _options(args.option),
-        client=args.client,
-        repeats=args.repeats,
-        label=args.label,
-        callback=_progress(),
-    )
-    results = probe.sweep(args.operation, workload, streams=args.streams)
-    print(render_table(list(results)))
-    _print_problems(results)
-    saturation = results.saturation()
+    bars = _Bars() if _progress_wanted(args) else None
+    try:
+        probe = Probe.from_url(
+            args.url,
+            _options(args.option),
+            client=args.client,
+            callback=bars.callback if bars is not None else None,
+            **_probe_keywords(args),
+        )
+        if bars is not None:
+            bars.start(f"{args.operation} {workload.label} sweep ({probe.target.url})")
+        results = probe.sweep(args.operation, workload, streams=args.streams)
+    finally:
+        if bars is not None:
+            bars.close()
+    print(render.render_tables([render.results_table(list(results), args.unit)]))
+    _print_notices(results)
+    saturation = results.sweep_saturation()
     if saturation is not None:
-        print(f"saturation: {saturation} stream(s) reach 95 % of the best throughput")
+        print(saturation)
     if args.json is not None:
         results.save(args.json)
     if args.plot is not None:
         from storeprobe.plot import plot_streams
 
-        plot_streams(results).savefig(args.plot)
+        plot_streams(results, unit=args.unit).savefig(args.plot)
     return EXIT_OK if all(result.ok for result in results) else EXIT_FAILED
+
+
+def _silence_stdout() -> None:
+    """After a closed pipe (``storeprobe report FILE | head``): send further output nowhere,
+    so the interpreter's final flush raises nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is not a file (captured)
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -340,6 +425,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"storeprobe: error: no such results file: {exc.filename}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         print("storeprobe: interrupted; cleanup ran for what was written", file=sys.stderr)
         return 130

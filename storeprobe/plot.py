@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from storeprobe.errors import ConfigurationError, MissingDependencyError
-from storeprobe.report import target_label
+from storeprobe.render import check_unit, resolve_unit, scale, target_label
 from storeprobe.result import Result
 
 if TYPE_CHECKING:
@@ -30,16 +30,21 @@ def _figure_class() -> Any:
     return Figure
 
 
-def _value(result: Result) -> float:
-    return result.kib_per_s if result.rate_unit == "KiB/s" else result.mib_per_s
+def _panel_unit(members: list[Result], unit: str) -> str:
+    return resolve_unit(
+        unit, [r.bytes_per_s for r in members], object_size=members[0].workload.size
+    )
 
 
-def plot_probes(results: Iterable[Result]) -> Figure:
+def plot_probes(results: Iterable[Result], *, unit: str = "workload") -> Figure:
     """A grouped bar chart per probe: targets on the x axis, one bar per environment.
 
     Each probe (operation, workload, streams) gets its own panel, in its own unit
-    (KiB/s for small objects, MiB/s for large ones); the best repeat is plotted.
+    (``unit="workload"``: KiB/s for small objects, MiB/s for large ones; or ``"auto"``,
+    ``"KiB/s"``, ``"MiB/s"``, ``"Mibit/s"``, as in :mod:`storeprobe.render`); the best
+    repeat is plotted.
     """
+    check_unit(unit)
     measured = [result for result in results if result.samples]
     if not measured:
         raise ConfigurationError("nothing to plot: no result has a successful sample")
@@ -48,6 +53,7 @@ def plot_probes(results: Iterable[Result]) -> Figure:
     axes = figure.subplots(len(probes), 1, squeeze=False)[:, 0]
     for ax, (probe, streams) in zip(axes, probes, strict=True):
         members = [r for r in measured if (r.probe, r.streams) == (probe, streams)]
+        concrete = _panel_unit(members, unit)
         targets = list(dict.fromkeys(target_label(r) for r in members))
         environments = list(dict.fromkeys(r.environment.name for r in members))
         width = 0.8 / len(environments)
@@ -55,7 +61,7 @@ def plot_probes(results: Iterable[Result]) -> Figure:
             heights = []
             for target in targets:
                 values = [
-                    _value(r)
+                    scale(r.bytes_per_s, concrete)
                     for r in members
                     if target_label(r) == target and r.environment.name == environment
                 ]
@@ -66,7 +72,7 @@ def plot_probes(results: Iterable[Result]) -> Figure:
             bars = ax.bar(positions, heights, width, label=environment)
             ax.bar_label(bars, fmt="%.0f", fontsize=7)
         ax.set_xticks(range(len(targets)), targets, fontsize=8)
-        ax.set_ylabel(members[0].rate_unit)
+        ax.set_ylabel(concrete)
         ax.margins(y=0.15)
         ax.set_title(f"{probe}, {streams} stream{'s' if streams != 1 else ''}", fontsize=10)
         if len(environments) > 1:
@@ -74,22 +80,32 @@ def plot_probes(results: Iterable[Result]) -> Figure:
     return figure
 
 
-def plot_streams(results: Iterable[Result]) -> Figure:
-    """Throughput against streams: one line per (target, probe), best repeat per point."""
+def plot_streams(results: Iterable[Result], *, unit: str = "workload") -> Figure:
+    """Throughput against streams: one line per (target, probe), best repeat per point.
+
+    ``unit`` as in :func:`plot_probes`; with ``"workload"`` the results must share one
+    unit (all small or all large workloads).
+    """
+    check_unit(unit)
     measured = [result for result in results if result.samples]
     if not measured:
         raise ConfigurationError("nothing to plot: no result has a successful sample")
-    units = {r.rate_unit for r in measured}
+    units = {
+        resolve_unit(unit, [r.bytes_per_s for r in measured], object_size=r.workload.size)
+        for r in measured
+    }
     if len(units) != 1:
         raise ConfigurationError(
-            "plot_streams needs results in one unit: filter to small or to large workloads"
+            "plot_streams needs results in one unit: filter to small or to large workloads, "
+            "or pass unit='MiB/s' (or 'auto')"
         )
+    concrete = units.pop()
     figure: Figure = _figure_class()(figsize=(6.4, 4.0), layout="constrained")
     ax = figure.subplots()
     series = list(dict.fromkeys((target_label(r), r.probe) for r in measured))
     for target, probe in series:
         points = sorted(
-            (r.streams, _value(r))
+            (r.streams, scale(r.bytes_per_s, concrete))
             for r in measured
             if (target_label(r), r.probe) == (target, probe)
         )
@@ -99,7 +115,7 @@ def plot_streams(results: Iterable[Result]) -> Figure:
         ax.plot(list(best), list(best.values()), marker="o", label=f"{probe} — {target}")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("streams (requests in flight)")
-    ax.set_ylabel(units.pop())
+    ax.set_ylabel(concrete)
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)

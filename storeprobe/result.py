@@ -5,29 +5,50 @@ request's start to last request's end), never a mean of per-request rates. The h
 figures (``bytes_per_s``, ``kib_per_s``, ``mib_per_s``, ``mibit_per_s``) come from the
 best (fastest) repeat, as published comparisons do; the ``median_*`` figures are there
 too. All rates are 1024-based.
+
+Warnings and errors are :class:`~storeprobe.notices.Notice` values (a stable code, the
+message, what to do, the repeat). Results are written as a versioned JSON document
+(:func:`dump_results`); :func:`load_results` reads this version and every earlier one.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 import attrs
 import numpy as np
 from attrs import field, frozen
 
+from storeprobe import render
 from storeprobe.environment import Environment
-from storeprobe.errors import ResultFormatError
+from storeprobe.errors import ConfigurationError, ResultFormatError
+from storeprobe.notices import Code, Notice
 from storeprobe.stats import Percentiles, Summary, percentiles, summarize
-from storeprobe.units import format_rate, kib_per_s, mib_per_s, mibit_per_s
+from storeprobe.units import kib_per_s, mib_per_s, mibit_per_s
 from storeprobe.workload import Workload
 
-__all__ = ["SCHEMA_VERSION", "Operation", "Result", "Sample", "dump_results", "load_results"]
+__all__ = [
+    "READABLE_VERSIONS",
+    "SCHEMA_VERSION",
+    "NoticeLike",
+    "Operation",
+    "Result",
+    "Sample",
+    "dump_results",
+    "load_results",
+]
 
 # Schema history (bump on any change to the document's shape):
 #   1 — 2026-11-30: first version: results with samples, errors, warnings, environment.
-SCHEMA_VERSION = 1
+#   2 — 2026-11-30: warnings and errors are objects {code, message, fix, repeat}; samples
+#       gain requests_by_kind, bytes_sent and bytes_received. Version 1 still loads: its
+#       texts become notices with code "unclassified", its samples get the defaults.
+SCHEMA_VERSION = 2
+#: every version load_results reads
+READABLE_VERSIONS = (1, 2)
 _SCHEMA_NAME = "storeprobe.results"
 
 Operation = Literal["upload", "download"]
@@ -38,8 +59,41 @@ def _samples(value: Iterable[Sample]) -> tuple[Sample, ...]:
     return tuple(value)
 
 
-def _texts(value: Iterable[str]) -> tuple[str, ...]:
-    return tuple(value)
+NoticeLike = Notice | Mapping[str, Any] | str
+
+
+def _notice(value: NoticeLike) -> Notice:
+    if isinstance(value, Notice):
+        return value
+    if isinstance(value, Mapping):
+        return Notice.from_dict(dict(value))
+    if isinstance(value, str):
+        # text from code or documents that predate codes (schema 1)
+        return Notice(code=Code.UNCLASSIFIED, message=value)
+    raise ConfigurationError(
+        f"a warning or error is a Notice, a dict or a text, not {type(value).__name__}"
+    )
+
+
+def _notices(value: Iterable[NoticeLike]) -> tuple[Notice, ...]:
+    if isinstance(value, str | Notice | Mapping):
+        raise ConfigurationError(
+            "warnings and errors are sequences of notices: wrap a single one in a tuple"
+        )
+    return tuple(_notice(item) for item in value)
+
+
+def _kinds(value: Mapping[str, int]) -> dict[str, int]:
+    kinds = dict(value)
+    for kind, count in kinds.items():
+        if not isinstance(kind, str) or isinstance(count, bool) or not isinstance(count, int):
+            raise ConfigurationError(
+                f"requests_by_kind maps a request kind (str) to a count (int), not "
+                f"{kind!r}: {count!r}"
+            )
+        if count < 0:
+            raise ConfigurationError(f"requests_by_kind[{kind!r}] is negative: {count}")
+    return kinds
 
 
 def _int_array(value: Any) -> np.ndarray:
@@ -76,6 +130,13 @@ class Sample:
     ttfb_ns: np.ndarray = _array_field()
     #: CPU time (user + system) of the probe's process during the window, in ns
     cpu_ns: int | None = None
+    #: requests made in the window, by kind: {"put": 256}, or for a multipart upload
+    #: {"create-multipart": 1, "put-part": 52, "complete-multipart": 1}
+    requests_by_kind: dict[str, int] = field(factory=dict, converter=_kinds, hash=False)
+    #: bytes sent to the storage in the window (payload as sent; 0: not recorded)
+    bytes_sent: int = 0
+    #: bytes received from the storage in the window (payload as read; 0: not recorded)
+    bytes_received: int = 0
 
     @property
     def seconds(self) -> float:
@@ -131,6 +192,9 @@ class Sample:
             "workers": self.workers.tolist(),
             "ttfb_ns": self.ttfb_ns.tolist(),
             "cpu_ns": self.cpu_ns,
+            "requests_by_kind": dict(self.requests_by_kind),
+            "bytes_sent": self.bytes_sent,
+            "bytes_received": self.bytes_received,
         }
 
     @classmethod
@@ -147,8 +211,10 @@ class Result:
     ``adlfs``, ``sshfs``, ``local``, or the fsspec class name). ``streams`` is what was
     asked; ``effective_streams`` the most requests the probe could keep in flight, and
     ``strategy`` says how (for example whether one object was split into parts).
-    ``samples`` has one entry per successful repeat; ``errors`` one line per failed
-    repeat; ``warnings`` say what to check or do next.
+    ``samples`` has one entry per successful repeat; ``errors`` one
+    :class:`~storeprobe.notices.Notice` per failed repeat; ``warnings`` notices that say
+    what to check or do next. Both accept Notices, their dicts, or (for code and
+    documents older than codes) texts, which become code ``unclassified``.
     """
 
     operation: Operation
@@ -160,8 +226,8 @@ class Result:
     effective_streams: int
     strategy: str
     samples: tuple[Sample, ...] = field(converter=_samples)
-    errors: tuple[str, ...] = field(default=(), converter=_texts)
-    warnings: tuple[str, ...] = field(default=(), converter=_texts)
+    errors: tuple[Notice, ...] = field(default=(), converter=_notices)
+    warnings: tuple[Notice, ...] = field(default=(), converter=_notices)
     environment: Environment
 
     # -- identity -----------------------------------------------------------------
@@ -174,6 +240,20 @@ class Result:
     def ok(self) -> bool:
         """True when every repeat succeeded."""
         return not self.errors and bool(self.samples)
+
+    @property
+    def notices(self) -> tuple[Notice, ...]:
+        """Errors, then warnings."""
+        return (*self.errors, *self.warnings)
+
+    @property
+    def requests_by_kind(self) -> dict[str, int]:
+        """Requests made in the timed windows of all successful repeats, by kind."""
+        total: dict[str, int] = {}
+        for sample in self.samples:
+            for kind, count in sample.requests_by_kind.items():
+                total[kind] = total.get(kind, 0) + count
+        return total
 
     # -- figures --------------------------------------------------------------------
     def _elapsed(self) -> np.ndarray:
@@ -273,61 +353,26 @@ class Result:
     @property
     def rate_unit(self) -> str:
         """The unit people publish this workload in: KiB/s below 1 MiB per object, else MiB/s."""
-        return "KiB/s" if self.workload.size < 1024 * 1024 else "MiB/s"
+        return render.resolve_unit("workload", object_size=self.workload.size)
 
     # -- text -------------------------------------------------------------------------
     def __str__(self) -> str:
-        head = (
-            f"{self.operation} {self.workload.describe()} {self.url}, "
-            f"{self.streams} stream{'s' if self.streams != 1 else ''}"
-        )
-        if self.effective_streams != self.streams:
-            head += f" ({self.effective_streams} effective)"
-        if not self.samples:
-            first = self.errors[0] if self.errors else "no repeat ran"
-            return f"{head}: failed ({len(self.errors)} errors; first: {first})"
-        text = (
-            f"{head}: {format_rate(self.bytes_per_s, self.rate_unit)} best of "
-            f"{len(self.samples)} (median {format_rate(self.median_bytes_per_s, self.rate_unit)}, "
-            f"{self.best_seconds:.3f} s)"
-        )
-        if self.errors:
-            text += f", {len(self.errors)} failed repeat{'s' if len(self.errors) != 1 else ''}"
-        return text
+        return render.result_line(self)
+
+    def summary(self, unit: str = "workload") -> str:
+        """The one-line :func:`str` in ``unit``, then one line per error and warning.
+
+        ``unit``: ``"workload"`` (the default of ``str``), ``"auto"``, ``"KiB/s"``,
+        ``"MiB/s"`` or ``"Mibit/s"`` (see :func:`storeprobe.render.resolve_unit`).
+        """
+        return render.result_summary(self, unit)
 
     def _repr_html_(self) -> str:
         """A compact HTML table for notebooks."""
-        import html
-
-        if self.samples:
-            scale = 1024.0 if self.rate_unit == "KiB/s" else 1024.0**2
-            best = f"{self.bytes_per_s / scale:.2f} {self.rate_unit}"
-            median = f"{self.median_bytes_per_s / scale:.2f} {self.rate_unit}"
-        else:
-            best = median = "failed"
-        rows = [
-            ("probe", self.probe),
-            ("target", f"{self.url} ({self.backend})"),
-            ("streams", f"{self.streams} (effective {self.effective_streams})"),
-            ("best", best),
-            ("median", median),
-            ("repeats ok", f"{len(self.samples)} of {len(self.samples) + len(self.errors)}"),
-            ("strategy", self.strategy),
-            *(("warning", warning) for warning in self.warnings),
-            *(("error", error) for error in self.errors),
-        ]
-        body = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
-            for k, v in rows
-        )
-        return f"<table>{body}</table>"
+        return render.result_html(self)
 
     def __repr__(self) -> str:
-        figure = f"{self.kib_per_s:.2f} KiB/s" if self.samples else "no samples"
-        return (
-            f"<Result {self.probe} {self.url} streams={self.streams} {figure} "
-            f"n={len(self.samples)} errors={len(self.errors)}>"
-        )
+        return render.result_repr(self)
 
     # -- serialisation ----------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -342,8 +387,8 @@ class Result:
             "effective_streams": self.effective_streams,
             "strategy": self.strategy,
             "samples": [sample.to_dict() for sample in self.samples],
-            "errors": list(self.errors),
-            "warnings": list(self.warnings),
+            "errors": [notice.to_dict() for notice in self.errors],
+            "warnings": [notice.to_dict() for notice in self.warnings],
             "environment": self.environment.to_dict(),
         }
 
@@ -361,11 +406,11 @@ class Result:
                 effective_streams=data["effective_streams"],
                 strategy=data["strategy"],
                 samples=tuple(Sample.from_dict(sample) for sample in data["samples"]),
-                errors=tuple(data["errors"]),
-                warnings=tuple(data["warnings"]),
+                errors=tuple(Notice.from_dict(notice) for notice in data["errors"]),
+                warnings=tuple(Notice.from_dict(notice) for notice in data["warnings"]),
                 environment=Environment.from_dict(data["environment"]),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ResultFormatError(f"malformed result record: {exc!r}") from exc
 
     def to_json(self) -> str:
@@ -373,9 +418,9 @@ class Result:
         return dump_results([self])
 
     @classmethod
-    def from_json(cls, text: str) -> Result:
-        """Load a document holding exactly one result."""
-        results = load_results(text)
+    def from_json(cls, source: str | Path) -> Result:
+        """Load a document holding exactly one result (JSON text or a file's path)."""
+        results = load_results(source)
         if len(results) != 1:
             raise ResultFormatError(f"expected one result, the document holds {len(results)}")
         return results[0]
@@ -394,21 +439,74 @@ def dump_results(results: Iterable[Result]) -> str:
     return json.dumps(document, indent=1, allow_nan=False)
 
 
-def load_results(text: str) -> list[Result]:
-    """Parse a document written by :func:`dump_results`; unknown versions are refused."""
+def _upgrade_v1(record: Any) -> Any:
+    """A schema-1 result record in schema-2 shape: texts become unclassified notices."""
+    if not isinstance(record, dict):
+        return record
+    upgraded = dict(record)
+    for key in ("errors", "warnings"):
+        texts = record.get(key)
+        if isinstance(texts, list):
+            upgraded[key] = [
+                {"code": Code.UNCLASSIFIED.value, "message": text}
+                if isinstance(text, str)
+                else text
+                for text in texts
+            ]
+    return upgraded
+
+
+def _read(source: str | Path) -> tuple[str, str]:
+    """The document's text and where it came from (for messages)."""
+    if isinstance(source, Path):
+        return source.read_text(), f"file {str(source)!r}"
+    if not isinstance(source, str):
+        raise ResultFormatError(
+            f"load_results takes JSON text or a file's path, not {type(source).__name__}"
+        )
+    if source.lstrip().startswith(("{", "[")):
+        return source, "the JSON text given"
+    path = Path(source)
+    try:
+        is_file = path.is_file()
+    except (OSError, ValueError):  # a name too long, a NUL byte: not a path
+        is_file = False
+    if is_file:
+        return path.read_text(), f"file {source!r}"
+    shown = source if len(source) <= 80 else source[:77] + "..."
+    raise ResultFormatError(
+        f"not a storeprobe results document: {shown!r} is neither JSON text (it does not "
+        "start with '{') nor the path of an existing file: check the file name"
+    )
+
+
+def load_results(source: str | Path) -> list[Result]:
+    """Parse a document written by :func:`dump_results`; unknown versions are refused.
+
+    ``source`` is the document's JSON text, or the path (``str`` or ``Path``) of a file
+    holding it. Versions 1 and 2 are read (see the schema history above).
+    """
+    text, origin = _read(source)
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ResultFormatError(f"not a storeprobe results document (bad JSON: {exc})") from None
-    if not isinstance(document, dict) or document.get("schema") != _SCHEMA_NAME:
-        raise ResultFormatError("not a storeprobe results document (no 'schema' field)")
-    version = document.get("version")
-    if version != SCHEMA_VERSION:
         raise ResultFormatError(
-            f"results schema version {version!r} is not supported by this storeprobe "
-            f"(it reads version {SCHEMA_VERSION}): upgrade storeprobe or re-run the probe"
+            f"not a storeprobe results document (bad JSON in {origin}: {exc})"
+        ) from None
+    if not isinstance(document, dict) or document.get("schema") != _SCHEMA_NAME:
+        raise ResultFormatError(
+            f"not a storeprobe results document (no 'schema' field in {origin})"
+        )
+    version = document.get("version")
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
+        raise ResultFormatError(
+            f"results schema version {version!r} in {origin} is not supported by this "
+            f"storeprobe (it reads versions {', '.join(map(str, READABLE_VERSIONS))}): "
+            "upgrade storeprobe or re-run the probe"
         )
     records = document.get("results")
     if not isinstance(records, list):
-        raise ResultFormatError("results document has no 'results' list")
+        raise ResultFormatError(f"results document in {origin} has no 'results' list")
+    if version == 1:
+        records = [_upgrade_v1(record) for record in records]
     return [Result.from_dict(record) for record in records]

@@ -7,7 +7,12 @@
   (``n ≥ 1 / (1 − q)``); below that it is ``None``, never a guess.
 - :func:`compare`: the ratio of two results' median throughputs with a bootstrap
   confidence interval, and a verdict.
-- :func:`stability_warnings`: the warnings a careful tool prints, each saying what to do.
+- :func:`stability_notices`: the warnings a careful tool prints, as
+  :class:`~storeprobe.notices.Notice` values with a stable code, each saying what to do.
+
+This module computes from numbers and numpy arrays only: it never imports
+:mod:`storeprobe.result` (a Result is accepted by :func:`compare` through its
+``samples``, by duck typing).
 """
 
 from __future__ import annotations
@@ -15,15 +20,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 import numpy as np
 from attrs import frozen
 
 from storeprobe.errors import ConfigurationError
-
-if TYPE_CHECKING:
-    from storeprobe.result import Result, Sample
+from storeprobe.notices import Code, Notice
 
 __all__ = [
     "CLIENT_BOUND_FRACTION",
@@ -32,7 +35,7 @@ __all__ = [
     "Summary",
     "compare",
     "percentiles",
-    "stability_warnings",
+    "stability_notices",
     "summarize",
 ]
 
@@ -108,6 +111,24 @@ def percentiles(values: Sequence[int] | np.ndarray) -> Percentiles:
     )
 
 
+class _HasRate(Protocol):
+    @property
+    def bytes_per_s(self) -> float: ...
+
+
+class _Measured(Protocol):
+    """Anything with per-repeat samples that have a ``bytes_per_s`` (a Result)."""
+
+    @property
+    def samples(self) -> Sequence[_HasRate]: ...
+
+
+def _rates(value: _Measured | Sequence[float] | np.ndarray) -> np.ndarray:
+    if isinstance(value, np.ndarray | Sequence):
+        return np.asarray(value, dtype=np.float64).reshape(-1)
+    return np.array([sample.bytes_per_s for sample in value.samples], dtype=np.float64)
+
+
 Verdict = Literal["faster", "slower", "no significant difference"]
 
 
@@ -129,10 +150,17 @@ class Comparison:
 
 
 def compare(
-    a: Result, b: Result, *, confidence: float = 0.95, resamples: int = 10_000, seed: int = 0
+    a: _Measured | Sequence[float] | np.ndarray,
+    b: _Measured | Sequence[float] | np.ndarray,
+    *,
+    confidence: float = 0.95,
+    resamples: int = 10_000,
+    seed: int = 0,
 ) -> Comparison:
     """Is ``a`` faster than ``b``? Bootstrap the ratio of median throughputs.
 
+    ``a`` and ``b`` are per-repeat throughputs (B/s, any array-like) or Results (their
+    samples' ``bytes_per_s``).
     Each result's per-repeat throughputs are resampled with replacement ``resamples``
     times; the interval is the central ``confidence`` share of the resampled ratios.
     The verdict is "faster" when the whole interval lies above 1, "slower" when below,
@@ -141,8 +169,8 @@ def compare(
     """
     if not 0 < confidence < 1:
         raise ConfigurationError(f"confidence must be in (0, 1), not {confidence}")
-    rates_a = np.array([s.bytes_per_s for s in a.samples], dtype=np.float64)
-    rates_b = np.array([s.bytes_per_s for s in b.samples], dtype=np.float64)
+    rates_a = _rates(a)
+    rates_b = _rates(b)
     if rates_a.size == 0 or rates_b.size == 0:
         raise ConfigurationError("compare needs results with at least one successful sample")
     rng = np.random.default_rng(seed)
@@ -158,62 +186,132 @@ def compare(
     return Comparison(ratio=ratio, low=low, high=high, confidence=confidence, verdict=verdict)
 
 
+def stability_notices(
+    rates_bps: np.ndarray,
+    elapsed_ns: np.ndarray,
+    cpu_fraction: np.ndarray,
+    *,
+    operation: str,
+    remote: bool,
+    clock_resolution_s: float | None = None,
+) -> list[Notice]:
+    """Notices about the repeats of one probe, each saying what to do next.
+
+    The three arrays have one entry per successful repeat, in order: ``rates_bps`` the
+    throughput (B/s), ``elapsed_ns`` the timed window (ns), ``cpu_fraction`` the probe
+    process's CPU time ÷ window (``nan`` where unknown). ``clock_resolution_s`` is the
+    timer's resolution in seconds (default: ``time.perf_counter``'s).
+
+    Rules, by code (documented in docs/concepts.md):
+
+    - ``HIGH_VARIATION``: coefficient of variation of throughput over ≥ 2 repeats > 10 %;
+    - ``WARM_UP``: with ≥ 3 repeats, the first window is > 1.5 × the median of the rest;
+    - ``WINDOW_TOO_SHORT``: the shortest window is under 10 000 clock ticks, or under 1 ms;
+    - ``CLIENT_BOUND``: every repeat with a known CPU fraction used ≥ 90 % of one core
+      (Python moves bytes on one core at a time), so the client, not the storage, is
+      the limit;
+    - ``CACHE_SUSPECTED``: a download from a remote storage faster than 100 Gbit/s.
+    """
+    rates = np.asarray(rates_bps, dtype=np.float64).reshape(-1)
+    elapsed = np.asarray(elapsed_ns, dtype=np.float64).reshape(-1)
+    cpu = np.asarray(cpu_fraction, dtype=np.float64).reshape(-1)
+    if not rates.size == elapsed.size == cpu.size:
+        raise ConfigurationError(
+            "stability_notices needs one rate, one window and one CPU fraction per repeat "
+            f"(got {rates.size}, {elapsed.size} and {cpu.size}): pass arrays of equal length, "
+            "nan for an unknown CPU fraction"
+        )
+    found: list[Notice] = []
+    if rates.size == 0:
+        return found
+    if rates.size >= 2:
+        summary = summarize(rates)
+        if summary.cv > HIGH_VARIATION:
+            found.append(
+                Notice(
+                    code=Code.HIGH_VARIATION,
+                    message=f"throughput varies by {summary.cv:.0%} (coefficient of "
+                    f"variation) over {summary.n} repeats",
+                    fix="run more repeats (repeats=10) and compare medians",
+                )
+            )
+    if elapsed.size >= 3:
+        first = float(elapsed[0])
+        rest = float(np.median(elapsed[1:]))
+        if first > WARM_UP_FACTOR * rest:
+            found.append(
+                Notice(
+                    code=Code.WARM_UP,
+                    message=f"the first repeat took {first / rest:.1f}× the median of the "
+                    "others: connections or caches were cold",
+                    fix="discard it or add a warm-up repeat",
+                    repeat=1,
+                )
+            )
+    resolution = clock_resolution_s or time.get_clock_info("perf_counter").resolution
+    shortest = float(elapsed.min()) / 1e9
+    if shortest < max(MIN_TICKS * resolution, 1e-3):
+        found.append(
+            Notice(
+                code=Code.WINDOW_TOO_SHORT,
+                message=f"{shortest * 1e3:.3f} ms is too short to time reliably",
+                fix="use a larger workload",
+                repeat=int(np.argmin(elapsed)) + 1 if elapsed.size > 1 else None,
+            )
+        )
+    known = cpu[~np.isnan(cpu)]
+    if known.size and float(known.min()) >= CLIENT_BOUND_FRACTION:
+        found.append(
+            Notice(
+                code=Code.CLIENT_BOUND,
+                message=f"storeprobe's process was busy {float(known.min()):.0%} of the "
+                "window on the CPU: the client, not the storage, limited this figure",
+                fix="try more streams, a faster client (e.g. obstore) or a less loaded machine",
+            )
+        )
+    if operation == "download" and remote and float(rates.max()) > IMPOSSIBLE_NETWORK_RATE:
+        found.append(
+            Notice(
+                code=Code.CACHE_SUSPECTED,
+                message="this download ran faster than a 100 Gbit/s network could carry it: "
+                "something between the probe and the storage served it from memory",
+                fix="probe another prefix or bypass the cache (a proxy, a CDN, a gateway)",
+                repeat=int(np.argmax(rates)) + 1 if rates.size > 1 else None,
+            )
+        )
+    return found
+
+
+class _SampleLike(Protocol):
+    @property
+    def bytes_per_s(self) -> float: ...
+    @property
+    def elapsed_ns(self) -> int: ...
+    @property
+    def cpu_fraction(self) -> float | None: ...
+
+
 def stability_warnings(
-    samples: Sequence[Sample],
+    samples: Sequence[_SampleLike],
     *,
     operation: str,
     remote: bool,
     clock_resolution_s: float | None = None,
 ) -> list[str]:
-    """Warnings about the samples of one probe, each saying what to do next.
+    """Transitional: :func:`stability_notices` of ``samples``, as text.
 
-    Rules (documented in docs/concepts.md):
-
-    - high variation: coefficient of variation of throughput over repeats > 10 %;
-    - warm-up: with ≥ 3 repeats, the first is > 1.5 × slower than the median of the rest;
-    - window too short: shorter than 10 000 ticks of the clock, or than 1 ms;
-    - client-bound: the probe's process used ≥ 90 % of one CPU core during the window
-      (Python moves bytes on one core at a time), so the client, not the storage, is
-      the limit;
-    - cache suspected: a download from a remote storage faster than 100 Gbit/s.
+    Kept only while ``storeprobe.probe`` still calls it; not public (not in ``__all__``)
+    and removed once the probe calls :func:`stability_notices`.
     """
-    found: list[str] = []
-    if not samples:
-        return found
-    rates = np.array([s.bytes_per_s for s in samples], dtype=np.float64)
-    if rates.size >= 2:
-        summary = summarize(rates)
-        if summary.cv > HIGH_VARIATION:
-            found.append(
-                f"high variation: throughput varies by {summary.cv:.0%} (coefficient of "
-                f"variation) over {summary.n} repeats: run more repeats (repeats=10) and "
-                "compare medians"
-            )
-    if len(samples) >= 3:
-        first = samples[0].elapsed_ns
-        rest = float(np.median([s.elapsed_ns for s in samples[1:]]))
-        if first > WARM_UP_FACTOR * rest:
-            found.append(
-                f"warm-up: the first repeat took {first / rest:.1f}× the median of the others: "
-                "connections or caches were cold; discard it or add a warm-up repeat"
-            )
-    resolution = clock_resolution_s or time.get_clock_info("perf_counter").resolution
-    shortest = min(s.elapsed_ns for s in samples) / 1e9
-    if shortest < max(MIN_TICKS * resolution, 1e-3):
-        found.append(
-            f"window too short: {shortest * 1e3:.3f} ms is too short to time reliably: "
-            "use a larger workload"
-        )
-    fractions = [s.cpu_fraction for s in samples if s.cpu_fraction is not None]
-    if fractions and min(fractions) >= CLIENT_BOUND_FRACTION:
-        found.append(
-            f"client-bound: storeprobe's process was busy {min(fractions):.0%} of the window "
-            "on the CPU: the client, not the storage, limited this figure; try more streams, "
-            "a faster client (e.g. obstore) or a less loaded machine"
-        )
-    if operation == "download" and remote and float(rates.max()) > IMPOSSIBLE_NETWORK_RATE:
-        found.append(
-            "cache suspected: this download ran faster than a 100 Gbit/s network could carry "
-            "it; something between the probe and the storage served it from memory"
-        )
-    return found
+    notices = stability_notices(
+        np.array([s.bytes_per_s for s in samples], dtype=np.float64),
+        np.array([s.elapsed_ns for s in samples], dtype=np.float64),
+        np.array(
+            [math.nan if s.cpu_fraction is None else s.cpu_fraction for s in samples],
+            dtype=np.float64,
+        ),
+        operation=operation,
+        remote=remote,
+        clock_resolution_s=clock_resolution_s,
+    )
+    return [str(notice) for notice in notices]

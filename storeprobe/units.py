@@ -15,15 +15,18 @@ import re
 from storeprobe.errors import UnitError
 
 __all__ = [
+    "RATE_CONVERTERS",
     "GiB",
     "KiB",
     "MiB",
+    "auto_rate_unit",
     "format_rate",
     "format_size",
     "kib_per_s",
     "mib_per_s",
     "mibit_per_s",
     "parse_size",
+    "rate_in",
 ]
 
 KiB = 1024
@@ -104,6 +107,22 @@ def format_size(nbytes: int) -> str:
     return f"{nbytes} B"
 
 
+#: the 1024-based rate units, each with its converter from B/s
+RATE_CONVERTERS = {"KiB/s": kib_per_s, "MiB/s": mib_per_s, "Mibit/s": mibit_per_s}
+
+
+def rate_in(bytes_per_s: float, unit: str) -> float:
+    """``bytes_per_s`` (B/s) in ``unit``: ``"KiB/s"``, ``"MiB/s"`` or ``"Mibit/s"``."""
+    if unit not in RATE_CONVERTERS:
+        raise UnitError(f"unknown rate unit {unit!r}: use one of {', '.join(RATE_CONVERTERS)}")
+    return RATE_CONVERTERS[unit](bytes_per_s)
+
+
+def auto_rate_unit(bytes_per_s: float) -> str:
+    """The unit a rate reads best in: MiB/s from 1 MiB/s up, otherwise KiB/s."""
+    return "MiB/s" if bytes_per_s >= MiB else "KiB/s"
+
+
 def format_rate(bytes_per_s: float, unit: str = "auto") -> str:
     """Format a rate with two decimals in a 1024-based unit.
 
@@ -111,8 +130,5 @@ def format_rate(bytes_per_s: float, unit: str = "auto") -> str:
     otherwise KiB/s).
     """
     if unit == "auto":
-        unit = "MiB/s" if bytes_per_s >= MiB else "KiB/s"
-    converters = {"KiB/s": kib_per_s, "MiB/s": mib_per_s, "Mibit/s": mibit_per_s}
-    if unit not in converters:
-        raise UnitError(f"unknown rate unit {unit!r}: use one of {', '.join(converters)}")
-    return f"{converters[unit](bytes_per_s):.2f} {unit}"
+        unit = auto_rate_unit(bytes_per_s)
+    return f"{rate_in(bytes_per_s, unit):.2f} {unit}"

@@ -12,7 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from storeprobe import Environment, Probe, Result, Sample, Workload
-from storeprobe.stats import compare, percentiles, stability_warnings, summarize
+from storeprobe.errors import ConfigurationError
+from storeprobe.notices import Code
+from storeprobe.stats import compare, percentiles, stability_notices, summarize
 from tests.conftest import s3_options
 from tests.helpers import StepClock
 from tests.servers import Server
@@ -132,29 +134,86 @@ def test_compare_verdicts() -> None:
     assert "CI" in str(verdict)
 
 
-def test_stability_warning_rules() -> None:
+def codes(samples: list[Sample], *, operation: str = "upload", remote: bool = True) -> list[Code]:
+    notices = stability_notices(
+        np.array([s.bytes_per_s for s in samples]),
+        np.array([s.elapsed_ns for s in samples]),
+        np.array([math.nan if s.cpu_fraction is None else s.cpu_fraction for s in samples]),
+        operation=operation,
+        remote=remote,
+        clock_resolution_s=1e-9,
+    )
+    return [notice.code for notice in notices]
+
+
+def test_stability_notice_rules() -> None:
     steady = [sample(10**9, cpu_ns=10**8) for _ in range(3)]
-    assert stability_warnings(steady, operation="upload", remote=True) == []
+    assert codes(steady) == []
     varied = [sample(10**9), sample(2 * 10**9), sample(10**9)]
-    assert any(
-        "high variation" in w for w in stability_warnings(varied, operation="upload", remote=True)
-    )
+    assert codes(varied) == [Code.HIGH_VARIATION]
     cold = [sample(4 * 10**9), sample(10**9), sample(10**9)]
-    assert any("warm-up" in w for w in stability_warnings(cold, operation="upload", remote=True))
+    assert Code.WARM_UP in codes(cold)
     short = [sample(500_000)]
-    assert any("too short" in w for w in stability_warnings(short, operation="upload", remote=True))
+    assert codes(short) == [Code.WINDOW_TOO_SHORT]
     busy = [sample(10**9, cpu_ns=950_000_000)]
-    assert any(
-        "client-bound" in w for w in stability_warnings(busy, operation="upload", remote=True)
-    )
+    assert codes(busy) == [Code.CLIENT_BOUND]
     cached = [sample(10**6, nbytes=10 * 1024**3)]
-    assert any(
-        "cache suspected" in w
-        for w in stability_warnings(cached, operation="download", remote=True)
+    assert codes(cached, operation="download") == [Code.CACHE_SUSPECTED]  # 1 ms: not too short
+    assert Code.CACHE_SUSPECTED not in codes(cached, operation="download", remote=False)
+    assert Code.CACHE_SUSPECTED not in codes(cached, operation="upload")
+
+
+def test_stability_notice_thresholds_are_the_documented_ones() -> None:
+    # coefficient of variation just above and below 10 %
+    assert codes([sample(10**9), sample(int(1.25e9))]) == [Code.HIGH_VARIATION]
+    assert codes([sample(10**9), sample(int(1.1e9))]) == []
+    # the first repeat 1.5× the median of the rest is not yet a warm-up; 1.6× is
+    rest = [sample(10**9)] * 3
+    assert Code.WARM_UP not in codes([sample(int(1.5e9)), *rest])
+    warm = stability_notices(
+        np.array([1.0, 1.6, 1.6, 1.6]),
+        np.array([1.6e9, 1e9, 1e9, 1e9]),
+        np.full(4, math.nan),
+        operation="upload",
+        remote=False,
     )
-    assert not any(
-        "cache" in w for w in stability_warnings(cached, operation="download", remote=False)
+    assert [(n.code, n.repeat) for n in warm if n.code == Code.WARM_UP] == [(Code.WARM_UP, 1)]
+    # 1 ms, or 10 000 ticks of a coarse clock
+    assert codes([sample(10**6)]) == []
+    assert codes([sample(999_999)]) == [Code.WINDOW_TOO_SHORT]
+    coarse = stability_notices(
+        np.array([1.0]),
+        np.array([5e6]),
+        np.array([math.nan]),
+        operation="upload",
+        remote=False,
+        clock_resolution_s=1e-6,
     )
+    assert [n.code for n in coarse] == [Code.WINDOW_TOO_SHORT]
+    # client-bound only when every known repeat is at ≥ 90 %; unknown (nan) is ignored
+    half = stability_notices(
+        np.ones(3),
+        np.full(3, 1e9),
+        np.array([0.95, math.nan, 0.89]),
+        operation="upload",
+        remote=False,
+    )
+    assert half == []
+    busy = stability_notices(
+        np.ones(2), np.full(2, 1e9), np.array([0.9, math.nan]), operation="upload", remote=False
+    )
+    assert [n.code for n in busy] == [Code.CLIENT_BOUND]
+    assert all(n.message and n.fix for n in busy)
+
+
+def test_stability_notices_refuse_arrays_of_different_lengths() -> None:
+    with pytest.raises(ConfigurationError, match="equal length"):
+        stability_notices(np.ones(2), np.ones(3), np.ones(2), operation="upload", remote=False)
+
+
+def test_compare_takes_arrays_too() -> None:
+    assert compare([2.0, 2.1, 1.9], [1.0, 1.05, 0.95]).verdict == "faster"
+    assert compare(np.array([1.0, 1.05, 0.95]), [2.0, 2.1, 1.9]).verdict == "slower"
 
 
 def test_s3_downloads_measure_time_to_first_byte_and_cpu(s3_server: Server) -> None:

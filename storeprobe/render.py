@@ -1,0 +1,688 @@
+"""Every table and every rate as people read them: one module for text, markdown, CSV, HTML.
+
+Renderers return strings; only the CLI prints. This module owns
+
+- **rate units**: :func:`resolve_unit` picks the unit of a figure or a column
+  (``"workload"``: the unit people publish a workload in, KiB/s for objects under 1 MiB,
+  MiB/s otherwise; ``"auto"``: by magnitude, MiB/s from 1 MiB/s up, KiB/s below;
+  or one of ``"KiB/s"``, ``"MiB/s"``, ``"Mibit/s"``), :func:`scale` and :func:`rate`
+  convert B/s with :mod:`storeprobe.units`' 1024-based converters;
+- **one Result as text**: :func:`result_line` (``str(result)``), :func:`result_repr`,
+  :func:`result_summary` (the line and its notices), :func:`result_html`;
+- **tables** (:class:`Table` of :class:`Cell`) rendered by :func:`render_tables` as
+  ``"markdown"``, ``"csv"``, ``"html"`` or ``"text"``; :func:`results_table` (one row
+  per Result: what ``storeprobe run`` prints) and :func:`comparison_tables` (targets ×
+  environments or targets × probes, winners marked by :func:`storeprobe.stats.compare`).
+
+It reads Results through the :class:`ResultLike` protocol and never imports
+:mod:`storeprobe.result`, so ``result`` can use it without an import cycle.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal, Protocol, get_args
+
+from attrs import field, frozen
+
+from storeprobe.environment import Environment
+from storeprobe.errors import ConfigurationError
+from storeprobe.notices import Notice
+from storeprobe.stats import compare
+from storeprobe.units import MiB, auto_rate_unit, format_size, rate_in
+from storeprobe.workload import Workload
+
+__all__ = [
+    "CROWN",
+    "FORMATS",
+    "RATE_UNITS",
+    "TIE",
+    "Cell",
+    "Format",
+    "RateUnit",
+    "ResultLike",
+    "Table",
+    "check_format",
+    "check_unit",
+    "comparison_tables",
+    "crown_legend",
+    "notice_lines",
+    "rate",
+    "render_tables",
+    "resolve_unit",
+    "result_html",
+    "result_line",
+    "result_repr",
+    "result_summary",
+    "results_table",
+    "scale",
+    "target_label",
+]
+
+RateUnit = Literal["workload", "auto", "KiB/s", "MiB/s", "Mibit/s"]
+#: the rate units accepted by every renderer and by ``--unit``
+RATE_UNITS: tuple[str, ...] = get_args(RateUnit)
+Format = Literal["markdown", "csv", "html", "text"]
+#: the table formats of :func:`render_tables`
+FORMATS: tuple[str, ...] = get_args(Format)
+#: the mark of a winner significantly faster than the runner-up
+CROWN = "👑"
+#: the mark of the fastest figures when the runner-up is not significantly slower
+TIE = "≈"
+
+_USUAL_BACKEND = {
+    "s3": "obstore",
+    "s3a": "obstore",
+    "gs": "gcsfs",
+    "gcs": "gcsfs",
+    "abfs": "adlfs",
+    "az": "adlfs",
+    "abfss": "adlfs",
+    "sftp": "sshfs",
+    "ssh": "sshfs",
+    "file": "local",
+    "local": "local",
+}
+
+
+class _Rated(Protocol):
+    @property
+    def bytes_per_s(self) -> float: ...
+
+
+class ResultLike(Protocol):
+    """What the renderers read of a :class:`~storeprobe.result.Result`."""
+
+    @property
+    def operation(self) -> str: ...
+    @property
+    def workload(self) -> Workload: ...
+    @property
+    def url(self) -> str: ...
+    @property
+    def protocol(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def streams(self) -> int: ...
+    @property
+    def effective_streams(self) -> int: ...
+    @property
+    def strategy(self) -> str: ...
+    @property
+    def samples(self) -> Sequence[_Rated]: ...
+    @property
+    def errors(self) -> Sequence[Notice]: ...
+    @property
+    def warnings(self) -> Sequence[Notice]: ...
+    @property
+    def environment(self) -> Environment: ...
+    @property
+    def bytes_per_s(self) -> float: ...
+    @property
+    def median_bytes_per_s(self) -> float: ...
+    @property
+    def best_seconds(self) -> float: ...
+
+
+# -- units ---------------------------------------------------------------------------
+def check_unit(unit: str) -> None:
+    """Raise :class:`ConfigurationError` unless ``unit`` is one of :data:`RATE_UNITS`."""
+    if unit not in RATE_UNITS:
+        raise ConfigurationError(
+            f"unknown rate unit {unit!r}: use one of {', '.join(RATE_UNITS)} "
+            "(workload: KiB/s below 1 MiB per object, else MiB/s; auto: by magnitude)"
+        )
+
+
+def check_format(format: str) -> None:
+    """Raise :class:`ConfigurationError` unless ``format`` is one of :data:`FORMATS`."""
+    if format not in FORMATS:
+        raise ConfigurationError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+
+
+def resolve_unit(unit: str, rates_bps: Iterable[float] = (), *, object_size: int = 0) -> str:
+    """The concrete unit (``"KiB/s"``, ``"MiB/s"`` or ``"Mibit/s"``) to show rates in.
+
+    ``"workload"``: KiB/s when ``object_size`` (bytes per object) is under 1 MiB, else
+    MiB/s. ``"auto"``: MiB/s when the largest of ``rates_bps`` (B/s) reaches 1 MiB/s,
+    else KiB/s, so one column or line uses one unit.
+    """
+    check_unit(unit)
+    if unit == "workload":
+        return "KiB/s" if object_size < MiB else "MiB/s"
+    if unit == "auto":
+        finite = [value for value in rates_bps if value == value and value != float("inf")]
+        return auto_rate_unit(max(finite)) if finite else "KiB/s"
+    return unit
+
+
+def scale(bytes_per_s: float, unit: str) -> float:
+    """``bytes_per_s`` (B/s) in a concrete 1024-based ``unit`` (KiB/s, MiB/s, Mibit/s)."""
+    return rate_in(bytes_per_s, unit)
+
+
+def rate(bytes_per_s: float, unit: str = "auto", *, object_size: int = 0) -> str:
+    """``"803.05 KiB/s"``: a rate in B/s, two decimals, in ``unit`` (see :func:`resolve_unit`)."""
+    concrete = resolve_unit(unit, [bytes_per_s], object_size=object_size)
+    return f"{scale(bytes_per_s, concrete):.2f} {concrete}"
+
+
+def _unit_of(result: ResultLike, unit: str) -> str:
+    figures = [result.bytes_per_s] if result.samples else []
+    return resolve_unit(unit, figures, object_size=result.workload.size)
+
+
+# -- one result --------------------------------------------------------------------------
+def target_label(result: ResultLike) -> str:
+    """The URL, plus the client when it is not the usual one for the protocol."""
+    usual = _USUAL_BACKEND.get(result.protocol)
+    if usual is None or usual == result.backend:
+        return result.url
+    return f"{result.url} ({result.backend})"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
+def _where(result: ResultLike) -> str:
+    return f"{result.operation} {result.workload.label} on {result.url}, " + _plural(
+        result.streams, "stream"
+    )
+
+
+def result_line(result: ResultLike, unit: str = "workload") -> str:
+    """One line, as in a lab notebook: probe, target, streams, best and median rate.
+
+    Failed repeats and the codes of warnings are named at the end.
+    """
+    head = (
+        f"{result.operation} {result.workload.describe()} {result.url}, "
+        f"{_plural(result.streams, 'stream')}"
+    )
+    if result.effective_streams != result.streams:
+        head += f" ({result.effective_streams} effective)"
+    if not result.samples:
+        first = str(result.errors[0]) if result.errors else "no repeat ran"
+        return f"{head}: failed ({_plural(len(result.errors), 'error')}; first: {first})"
+    concrete = _unit_of(result, unit)
+    text = (
+        f"{head}: {scale(result.bytes_per_s, concrete):.2f} {concrete} best of "
+        f"{len(result.samples)} (median {scale(result.median_bytes_per_s, concrete):.2f} "
+        f"{concrete}, {result.best_seconds:.3f} s)"
+    )
+    if result.errors:
+        text += f", {_plural(len(result.errors), 'failed repeat')}"
+    if result.warnings:
+        codes = ", ".join(dict.fromkeys(notice.code.value for notice in result.warnings))
+        text += f"; {_plural(len(result.warnings), 'warning')}: {codes}"
+    return text
+
+
+def result_repr(result: ResultLike, unit: str = "workload") -> str:
+    """``<Result upload small s3://b streams=1 8192.00 KiB/s n=3 errors=0>``."""
+    figure = (
+        f"{rate(result.bytes_per_s, _unit_of(result, unit))}" if result.samples else "no samples"
+    )
+    return (
+        f"<Result {result.operation} {result.workload.label} {result.url} "
+        f"streams={result.streams} {figure} n={len(result.samples)} "
+        f"errors={len(result.errors)} warnings={len(result.warnings)}>"
+    )
+
+
+def notice_lines(result: ResultLike) -> list[str]:
+    """``"warning: upload small on s3://b, 4 streams: high-variation: ..."``, errors first."""
+    where = _where(result)
+    return [f"error: {where}: {notice}" for notice in result.errors] + [
+        f"warning: {where}: {notice}" for notice in result.warnings
+    ]
+
+
+def result_summary(result: ResultLike, unit: str = "workload") -> str:
+    """:func:`result_line`, then one indented line per error and warning."""
+    lines = [result_line(result, unit)]
+    lines += [f"  error: {notice}" for notice in result.errors]
+    lines += [f"  warning: {notice}" for notice in result.warnings]
+    return "\n".join(lines)
+
+
+def result_html(result: ResultLike, unit: str = "workload") -> str:
+    """A compact two-column HTML table for notebooks (every text escaped)."""
+    if result.samples:
+        concrete = _unit_of(result, unit)
+        best = rate(result.bytes_per_s, concrete)
+        median = rate(result.median_bytes_per_s, concrete)
+    else:
+        best = median = "failed"
+    rows = [
+        ("probe", f"{result.operation} {result.workload.label}"),
+        ("target", f"{result.url} ({result.backend})"),
+        ("streams", f"{result.streams} (effective {result.effective_streams})"),
+        ("best", best),
+        ("median", median),
+        ("repeats ok", f"{len(result.samples)} of {len(result.samples) + len(result.errors)}"),
+        ("strategy", result.strategy),
+        *(("error", str(notice)) for notice in result.errors),
+        *(("warning", str(notice)) for notice in result.warnings),
+    ]
+    body = "".join(
+        f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+        for k, v in rows
+    )
+    return f"<table>{body}</table>"
+
+
+# -- tables ----------------------------------------------------------------------------------
+@frozen(kw_only=True)
+class Cell:
+    """One cell: its text, the number behind it (None for labels and blanks), a mark."""
+
+    text: str
+    value: float | None = None
+    mark: str = ""
+
+    @property
+    def shown(self) -> str:
+        """The text with its mark (``"4096.00 👑"``)."""
+        return f"{self.text} {self.mark}" if self.mark else self.text
+
+
+def _strings(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _rows(value: Iterable[Iterable[Cell]]) -> tuple[tuple[Cell, ...], ...]:
+    return tuple(tuple(row) for row in value)
+
+
+@frozen(kw_only=True)
+class Table:
+    """A titled grid: ``header`` names the columns, the first ``labels`` columns are text.
+
+    ``units`` gives each column's unit ("" for text columns); ``legend`` is printed under
+    the table.
+    """
+
+    title: str
+    header: tuple[str, ...] = field(converter=_strings)
+    units: tuple[str, ...] = field(converter=_strings)
+    rows: tuple[tuple[Cell, ...], ...] = field(converter=_rows)
+    labels: int = 1
+    legend: str = ""
+
+
+def _markdown(table: Table) -> str:
+    texts = [[cell.shown for cell in row] for row in table.rows]
+    header = [h + (f" ({u})" if u else "") for h, u in zip(table.header, table.units, strict=True)]
+    widths = [max([len(h), *(len(r[i]) for r in texts)]) for i, h in enumerate(header)]
+    left = range(table.labels)
+    lines = [f"**{table.title}**", ""] if table.title else []
+    lines.append("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |")
+    lines.append(
+        "|"
+        + "|".join(
+            "-" * (w + 2) if i in left else "-" * (w + 1) + ":" for i, w in enumerate(widths)
+        )
+        + "|"
+    )
+    for row in texts:
+        cells = [
+            cell.ljust(width) if i in left else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    if table.legend:
+        lines += ["", table.legend]
+    return "\n".join(lines)
+
+
+def _text(table: Table) -> str:
+    texts = [[cell.shown for cell in row] for row in table.rows]
+    header = [h + (f" ({u})" if u else "") for h, u in zip(table.header, table.units, strict=True)]
+    widths = [max([len(h), *(len(r[i]) for r in texts)]) for i, h in enumerate(header)]
+    left = range(table.labels)
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if i in left else c.rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    lines = [table.title] if table.title else []
+    lines += [line(header), line(["-" * w for w in widths])]
+    lines += [line(row) for row in texts]
+    if table.legend:
+        lines += ["", table.legend]
+    return "\n".join(lines)
+
+
+def _html(table: Table) -> str:
+    header = [h + (f" ({u})" if u else "") for h, u in zip(table.header, table.units, strict=True)]
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(cell.shown)}</td>"
+            if i < table.labels
+            else f"<td style='text-align:right'>{html.escape(cell.shown)}</td>"
+            for i, cell in enumerate(row)
+        )
+        + "</tr>"
+        for row in table.rows
+    )
+    caption = f"<caption>{html.escape(table.title)}</caption>" if table.title else ""
+    legend = f"<p>{html.escape(table.legend)}</p>" if table.legend else ""
+    return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{legend}"
+
+
+def _csv(tables: Sequence[Table]) -> str:
+    """Long form: one line per number (table, row labels, column, value, unit, mark)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    label_names = list(tables[0].header[: tables[0].labels]) if tables else ["target"]
+    writer.writerow(["table", *label_names, "column", "value", "unit", "mark", "winner"])
+    for table in tables:
+        for row in table.rows:
+            labels = [cell.text for cell in row[: table.labels]]
+            for index in range(table.labels, len(row)):
+                cell = row[index]
+                if cell.value is None:
+                    continue
+                writer.writerow(
+                    [
+                        table.title,
+                        *labels,
+                        table.header[index],
+                        cell.text,
+                        table.units[index],
+                        cell.mark,
+                        int(cell.mark == CROWN),
+                    ]
+                )
+    return buffer.getvalue()
+
+
+def render_tables(tables: Sequence[Table], format: str = "markdown") -> str:
+    """Tables as one string: ``"markdown"``, ``"csv"`` (long form), ``"html"`` or ``"text"``."""
+    check_format(format)
+    if not tables:
+        return ""
+    if format == "csv":
+        return _csv(tables)
+    renderer = {"markdown": _markdown, "html": _html, "text": _text}[format]
+    return "\n\n".join(renderer(table) for table in tables)
+
+
+# -- tables of results -------------------------------------------------------------------------
+def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Table:
+    """One row per Result: (target,) probe, workload, streams, best, median, unit, ok/repeats.
+
+    The target column appears when the results come from more than one target.
+    """
+    check_unit(unit)
+    several = len({target_label(r) for r in results}) > 1
+    rows: list[list[Cell]] = []
+    for result in results:
+        concrete = _unit_of(result, unit)
+        if result.samples:
+            best = scale(result.bytes_per_s, concrete)
+            median = scale(result.median_bytes_per_s, concrete)
+            figures = [
+                Cell(text=f"{best:.2f}", value=best),
+                Cell(text=f"{median:.2f}", value=median),
+            ]
+        else:
+            figures = [Cell(text="failed"), Cell(text="failed")]
+        streams = str(result.streams)
+        if result.effective_streams != result.streams:
+            streams += f" ({result.effective_streams} effective)"
+        repeats = len(result.samples) + len(result.errors)
+        row = [
+            Cell(text=f"{result.operation} {result.workload.label}"),
+            Cell(text=f"{result.workload.count} × {format_size(result.workload.size)}"),
+            Cell(text=concrete),
+            Cell(text=streams, value=float(result.streams)),
+            *figures,
+            Cell(text=f"{len(result.samples)}/{repeats}", value=float(len(result.samples))),
+        ]
+        rows.append([Cell(text=target_label(result)), *row] if several else row)
+    header = ["probe", "workload", "unit", "streams", "best", "median", "ok/repeats"]
+    return Table(
+        title="",
+        header=(["target"] if several else []) + header,
+        units=[""] * (len(header) + several),
+        rows=rows,
+        labels=3 + several,
+    )
+
+
+def crown_legend(crown: str = CROWN, tie: str = TIE, confidence: float = 0.95) -> str:
+    """The rule behind the marks, printed under comparison tables."""
+    return (
+        f"{crown} fastest in its column and significantly faster than the runner-up: the "
+        f"{confidence:.0%} bootstrap interval of the ratio of median throughputs lies above "
+        f"1 (storeprobe.stats.compare). {tie} the fastest figures, not significantly "
+        "different from the best (or fewer than 2 repeats to tell). Figures are the best "
+        "repeat."
+    )
+
+
+def _separable(best: ResultLike, other: ResultLike, confidence: float) -> bool:
+    """Is ``best`` significantly faster than ``other``? Needs 2 repeats on each side."""
+    if len(best.samples) < 2 or len(other.samples) < 2:
+        return False
+    return compare(best, other, confidence=confidence).verdict == "faster"
+
+
+def _mark_column(
+    rows: list[list[Cell]],
+    cells: list[list[ResultLike | None]],
+    column: int,
+    crown: str,
+    tie: str,
+    confidence: float,
+) -> None:
+    ranked = sorted(
+        (index for index, row in enumerate(cells) if row[column] is not None),
+        key=lambda index: -(rows[index][column].value or 0.0),
+    )
+    if len(ranked) < 2:
+        return
+    best = cells[ranked[0]][column]
+    runner_up = cells[ranked[1]][column]
+    if best is None or runner_up is None:  # pragma: no cover - ranked holds results only
+        return
+    winners = [ranked[0]]
+    mark = crown if _separable(best, runner_up, confidence) else tie
+    if mark == tie:
+        for index in ranked[1:]:
+            other = cells[index][column]
+            if other is not None and not _separable(best, other, confidence):
+                winners.append(index)
+    for index in winners:
+        old = rows[index][column]
+        rows[index][column] = Cell(text=old.text, value=old.value, mark=mark)
+
+
+def _environment_names(results: Sequence[ResultLike]) -> Callable[[ResultLike], str]:
+    """Environment name, with the host added where two hosts share one name."""
+    hosts: dict[str, set[str]] = {}
+    for r in results:
+        hosts.setdefault(r.environment.name, set()).add(r.environment.hostname)
+
+    def name(result: ResultLike) -> str:
+        env = result.environment
+        return env.name if len(hosts[env.name]) == 1 else f"{env.name} @ {env.hostname}"
+
+    return name
+
+
+def _best(results: Iterable[ResultLike]) -> ResultLike | None:
+    measured = [r for r in results if r.samples]
+    return max(measured, key=lambda r: r.bytes_per_s) if measured else None
+
+
+def _probe_title(result: ResultLike) -> str:
+    return f"{result.operation} {result.workload.label}, {_plural(result.streams, 'stream')}"
+
+
+def comparison_tables(
+    results: Sequence[ResultLike],
+    *,
+    by: str = "environment",
+    unit: str = "workload",
+    crown: str = CROWN,
+    tie: str = TIE,
+    confidence: float = 0.95,
+) -> list[Table]:
+    """Comparison tables; every (target, environment) keeps its own figures.
+
+    ``by="environment"``: one table per probe (operation, workload, streams), targets as
+    rows, environments as columns. ``by="probe"``: one table, one row per (target,
+    environment), one column per probe with stream counts side by side. A cell holding
+    several runs of the same target on the same environment shows the best. In each
+    column the fastest is marked ``crown`` or ``tie`` (see :func:`crown_legend`).
+    """
+    check_unit(unit)
+    if by not in ("environment", "probe"):
+        raise ConfigurationError(f"by must be 'environment' or 'probe', not {by!r}")
+    if not results:
+        return []
+    env_name = _environment_names(results)
+    legend = crown_legend(crown, tie, confidence)
+    tables: list[Table] = []
+    if by == "environment":
+        probes = list(dict.fromkeys((r.workload, r.operation, r.streams) for r in results))
+        for probe in probes:
+            members = [r for r in results if (r.workload, r.operation, r.streams) == probe]
+            environments = list(dict.fromkeys(env_name(r) for r in members))
+            targets = list(dict.fromkeys(target_label(r) for r in members))
+            grid: list[list[ResultLike | None]] = [
+                [
+                    _best(r for r in members if target_label(r) == t and env_name(r) == e)
+                    for e in environments
+                ]
+                for t in targets
+            ]
+            concrete = resolve_unit(
+                unit, [r.bytes_per_s for r in members if r.samples], object_size=probe[0].size
+            )
+            tables.append(
+                _table(
+                    _probe_title(members[0]),
+                    ["target"],
+                    environments,
+                    [[t] for t in targets],
+                    grid,
+                    [concrete] * len(environments),
+                    crown,
+                    tie,
+                    confidence,
+                    legend,
+                )
+            )
+        return tables
+    columns = list(
+        dict.fromkeys(
+            (r.workload, r.operation, r.streams)
+            for r in sorted(
+                results,
+                key=lambda r: (
+                    r.workload.size >= MiB,
+                    r.workload.label,
+                    r.operation != "upload",
+                    r.streams,
+                ),
+            )
+        )
+    )
+    keys = list(dict.fromkeys((target_label(r), env_name(r)) for r in results))
+    several_envs = len({e for _, e in keys}) > 1
+    grid = [
+        [
+            _best(
+                r
+                for r in results
+                if (target_label(r), env_name(r)) == key
+                and (r.workload, r.operation, r.streams) == column
+            )
+            for column in columns
+        ]
+        for key in keys
+    ]
+    units = [
+        resolve_unit(
+            unit,
+            [
+                r.bytes_per_s
+                for r in results
+                if r.samples and (r.workload, r.operation, r.streams) == column
+            ],
+            object_size=column[0].size,
+        )
+        for column in columns
+    ]
+    names = [
+        f"{operation} {workload.label}, {_plural(streams, 'stream')}"
+        for workload, operation, streams in columns
+    ]
+    seen = ", ".join(dict.fromkeys(env_name(r) for r in results))
+    labels = [[t, e] if several_envs else [t] for t, e in keys]
+    tables.append(
+        _table(
+            f"all probes ({seen})",
+            ["target", "environment"] if several_envs else ["target"],
+            names,
+            labels,
+            grid,
+            units,
+            crown,
+            tie,
+            confidence,
+            legend,
+        )
+    )
+    return tables
+
+
+def _table(
+    title: str,
+    label_header: list[str],
+    names: list[str],
+    labels: Sequence[list[str]],
+    grid: list[list[ResultLike | None]],
+    units: list[str],
+    crown: str,
+    tie: str,
+    confidence: float,
+    legend: str,
+) -> Table:
+    rows: list[list[Cell]] = []
+    for label, line in zip(labels, grid, strict=True):
+        row = [Cell(text=t) for t in label]
+        for result, concrete in zip(line, units, strict=True):
+            if result is None:
+                row.append(Cell(text=""))
+            else:
+                value = scale(result.bytes_per_s, concrete)
+                row.append(Cell(text=f"{value:.2f}", value=value))
+        rows.append(row)
+    # align result cells with row cells (label columns hold no result)
+    width = len(label_header)
+    blank: list[ResultLike | None] = [None] * width
+    cells = [blank + line for line in grid]
+    for column in range(width, width + len(names)):
+        _mark_column(rows, cells, column, crown, tie, confidence)
+    return Table(
+        title=title,
+        header=[*label_header, *names],
+        units=[""] * width + units,
+        rows=rows,
+        labels=width,
+        legend=legend,
+    )
