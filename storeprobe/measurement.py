@@ -33,7 +33,7 @@ from fsspec.callbacks import Callback
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backends.base import Landing
 from storeprobe.backends.obstore import ObstoreBackend
-from storeprobe.environment import Environment
+from storeprobe.environment import Environment, endpoint_of
 from storeprobe.errors import StoreProbeWarning, TargetUnreachableError
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import (
@@ -107,10 +107,14 @@ class Measurement:
         setup = self._layout("upload") if self.operation == "download" else None
         writes = setup or layout
         if writes.staged:
-            check_memory(workload, 2 * writes.effective_streams * writes.part_size, "the parts in flight")
+            check_memory(
+                workload, 2 * writes.effective_streams * writes.part_size, "the parts in flight"
+            )
         elif not layout.staged:
             check_memory(workload, workload.total_bytes, "one repeat's payload")
-        environment = Environment.capture(self.label)
+        environment = Environment.capture(
+            self.label, endpoint=endpoint_of(target.url, target.options)
+        )
         prefix = target.new_prefix()
         try:
             _bounded(lambda: backend.check_root(target.root), self.timeout)
@@ -121,7 +125,9 @@ class Measurement:
         notices: list[Notice] = list(layout.notices)
         if self.operation == "download" and (suspect := backend.cache_suspect()):
             notices.append(
-                Notice(code=Code.NO_CACHE_EVICTION, message=suspect, fix="treat it as an upper bound")
+                Notice(
+                    code=Code.NO_CACHE_EVICTION, message=suspect, fix="treat it as an upper bound"
+                )
             )
         for notice in layout.notices:
             if notice.code is Code.CANNOT_SPLIT:
@@ -416,7 +422,9 @@ class Measurement:
 
         try:
             if isinstance(backend, AsyncBackend):
-                bound = backend.bind(plan.phases, [None] * len(names), [None] * len(names), self.clock)
+                bound = backend.bind(
+                    plan.phases, [None] * len(names), [None] * len(names), self.clock
+                )
                 phases = _tolerant_async(bound.phases, tolerate, self.timeout)
                 sync(backend.fs.loop, run_async, phases, self.streams, self.clock, None, None)
             else:

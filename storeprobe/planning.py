@@ -186,7 +186,9 @@ def choose(
 
 
 def _bounds(layout: Layout, size: int) -> list[tuple[int, int]]:
-    return [(start, min(start + layout.part_size, size)) for start in range(0, size, layout.part_size)]
+    return [
+        (start, min(start + layout.part_size, size)) for start in range(0, size, layout.part_size)
+    ]
 
 
 def upload_plan(layout: Layout, workload: Workload, names: Sequence[str]) -> Plan:

@@ -243,5 +243,3 @@ class Probe:
             callback=self.callback,
         )
         return measurement.run()
-
-

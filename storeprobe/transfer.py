@@ -255,9 +255,7 @@ async def run_async(
     return tracker.run(_inner(phases))
 
 
-def _run_phase_sync(
-    jobs: Sequence[SyncJob], first: int, streams: int, tracker: _Tracker
-) -> None:
+def _run_phase_sync(jobs: Sequence[SyncJob], first: int, streams: int, tracker: _Tracker) -> None:
     queue = enumerate(jobs, first)
     queue_lock = threading.Lock()
     failed = threading.Event()

@@ -142,7 +142,9 @@ class Workload:
             block, offset = divmod(position, GENERATION_BLOCK)
             take = min(GENERATION_BLOCK - offset, stop - position)
             words = -(-(offset + take) // 8)
-            generator = np.random.SFC64(np.random.SeedSequence([_DOMAIN, self.seed or 0, index, block]))
+            generator = np.random.SFC64(
+                np.random.SeedSequence([_DOMAIN, self.seed or 0, index, block])
+            )
             raw = generator.random_raw(words).view(np.uint8)
             target[position - start : position - start + take] = raw[offset : offset + take]
             position += take

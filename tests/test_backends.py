@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,8 @@ from storeprobe import (
     TargetPermissionError,
     Workload,
 )
+from storeprobe.notices import Code
+from storeprobe.request import Kind, Outcome, Part, Request
 from tests.conftest import gcs_options, obstore_fs, s3_options, ssh_options
 from tests.http_proxy import CountingProxy
 from tests.servers import AZURE_KEY, Server, azure_connection_string
@@ -157,7 +160,7 @@ def test_matrix(storage: Storage, operation: str, workload: Workload, streams: i
         s3_parts = workload.count == 1 and storage.name in ("s3fs", "obstore")
         assert result.effective_streams == (min(streams, 3) if s3_parts else streams)
     assert 1 <= sample.max_in_flight <= streams
-    assert not [w for w in result.warnings if "cleanup" in w]
+    assert not [w for w in result.warnings if w.code is Code.CLEANUP_INCOMPLETE]
     assert storage.snapshot() == before
 
 
@@ -298,9 +301,14 @@ def test_memory_writes_are_create_only_and_linear() -> None:
     fs = MemoryFileSystem(skip_instance_cache=True)
     fs.pipe_file("/create-only/taken.bin", b"precious")
     backend = MemoryBackend(fs)
+
+    def put(key: str, data: bytes) -> Outcome:
+        request = Request(kind=Kind.PUT, key=key, body=Part(0, 0, len(data)))
+        return backend.job(request, data, None, time.perf_counter_ns).call()
+
     with pytest.raises(FileExistsError):
-        backend.put("/create-only/taken.bin", b"other")()
+        put("/create-only/taken.bin", b"other")
     assert fs.cat_file("/create-only/taken.bin") == b"precious"
-    assert backend.put("memory://create-only/new.bin", b"new")() == 3
+    assert put("memory://create-only/new.bin", b"new") == Outcome(sent=3)
     assert fs.cat_file("/create-only/new.bin") == b"new"
     fs.rm("/create-only", recursive=True)

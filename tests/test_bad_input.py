@@ -358,7 +358,7 @@ CASES = [
 
 def _raise_errors(result: Any) -> None:
     if result.errors:
-        raise StoreProbeError(" / ".join(result.errors))
+        raise StoreProbeError(" / ".join(str(error) for error in result.errors))
 
 
 def _raise_cli() -> None:

@@ -20,6 +20,7 @@ import pytest
 import s3fs
 
 from storeprobe import Probe, TargetUnreachableError, Workload
+from storeprobe.notices import Code
 from tests.conftest import s3_options
 from tests.helpers import tree
 from tests.http_proxy import CountingProxy
@@ -58,7 +59,7 @@ def test_intermittent_503s_are_retried_and_counted(
     proxy.fail_when = None
     assert result.ok, result.errors
     assert sum(sample.retries or 0 for sample in result.samples) >= 4
-    assert any("retried" in warning for warning in result.warnings)
+    assert any(warning.code is Code.RETRIED for warning in result.warnings)
     assert tree(s3_bucket_dir) == before
 
 
@@ -89,7 +90,7 @@ def test_clean_run_counts_zero_retries(proxy: CountingProxy) -> None:
     )
     result = probe.download(SMALL)
     assert [sample.retries for sample in result.samples] == [0]
-    assert not any("retried" in warning for warning in result.warnings)
+    assert not any(warning.code is Code.RETRIED for warning in result.warnings)
 
 
 def test_a_server_that_never_answers_mid_run_is_a_timeout(
@@ -109,7 +110,8 @@ def test_a_server_that_never_answers_mid_run_is_a_timeout(
     result = probe.download(SMALL)
     proxy.hang_when = None
     assert not result.ok
-    assert "TimeoutError" in result.errors[0]
+    assert result.errors[0].code is Code.TIMEOUT
+    assert "TimeoutError" in result.errors[0].message
     assert tree(s3_bucket_dir) == before  # cleanup still ran
 
 
@@ -150,7 +152,7 @@ def test_server_killed_mid_transfer(tmp_path: Path, operation: str) -> None:
         result = probe.measure(operation, SMALL)  # type: ignore[arg-type]
         proxy.stop()
     assert not result.ok
-    cleanup = [w for w in result.warnings if w.startswith("cleanup could not delete")]
+    cleanup = [str(w) for w in result.warnings if w.code is Code.CLEANUP_INCOMPLETE]
     assert cleanup, result.warnings
     prefix = cleanup[0].split(" under ", 1)[1].split(":", 1)[0]
     # everything left on disk is under the named prefix; the neighbours are untouched
@@ -214,7 +216,8 @@ def test_verification_failure_leaves_no_trace(tmp_path: Path) -> None:
 
     backend.after_upload = corrupt  # type: ignore[method-assign]
     result = probe.download(SMALL)
-    assert "verification failed: object 3" in result.errors[0]
+    assert result.errors[0].code is Code.VERIFICATION_FAILED
+    assert "verification failed: object 3" in result.errors[0].message
     assert os.listdir(tmp_path) == ["neighbour.bin"]
     assert neighbour.read_bytes() == b"precious"
 
@@ -246,5 +249,6 @@ def test_an_object_shortened_after_the_setup_upload_is_caught_before_the_window(
     backend.after_upload = shorten  # type: ignore[method-assign]
     result = probe.download(SMALL)
     assert result.samples == ()
-    assert "holds 16377 bytes after the setup upload, expected 16384" in result.errors[0]
+    assert result.errors[0].code is Code.VERIFICATION_FAILED
+    assert "holds 16377 bytes after the setup upload, expected 16384" in result.errors[0].message
     assert tree(s3_server.root) == before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,9 @@ from storeprobe import (
     TargetNotFoundError,
     Workload,
 )
+from storeprobe.backends import SyncBackend
+from storeprobe.notices import Code
+from storeprobe.request import Kind, Part, Request
 from tests.helpers import StepClock
 
 TINY = Workload(count=8, size="4KiB")
@@ -68,7 +72,7 @@ def test_memory_probes_run_verified_and_clean(
     if workload.count == 1 and streams == 4 and operation == "upload":
         # memory cannot split one object's upload: say so, never pretend
         assert result.effective_streams == 1
-        assert "cannot split" in " ".join(result.warnings)
+        assert Code.CANNOT_SPLIT in [w.code for w in result.warnings]
     elif workload.count == 1 and streams == 4:
         assert result.effective_streams == 3  # 3 MiB in parts of 1 MiB
         assert all(1 <= sample.max_in_flight <= 3 for sample in result.samples)
@@ -106,8 +110,9 @@ def test_failure_mid_run_is_recorded_and_cleaned_up(memfs: MemoryFileSystem) -> 
     FailingMemoryFS.writes = 0
     result = Probe(FailingMemoryFS(skip_instance_cache=True), "/bench", repeats=3).upload(TINY)
     assert len(result.errors) == 1
-    assert "repeat 1" in result.errors[0]
-    assert "No space left" in result.errors[0]
+    assert result.errors[0].repeat == 1
+    assert result.errors[0].code is Code.REQUEST_FAILED
+    assert "No space left" in result.errors[0].message
     assert len(result.samples) == 2
     assert not result.ok
     assert sorted(MemoryFileSystem.store) == ["/bench/neighbour.bin"]
@@ -119,7 +124,8 @@ def test_verification_failure_is_an_error_never_a_pass(memfs: MemoryFileSystem) 
     result = Probe(CorruptingMemoryFS(skip_instance_cache=True), "/bench", repeats=2).download(TINY)
     assert not result.samples
     assert len(result.errors) == 2
-    assert all("verification failed" in error for error in result.errors)
+    assert all(error.code is Code.VERIFICATION_FAILED for error in result.errors)
+    assert [error.repeat for error in result.errors] == [1, 2]
     assert sorted(MemoryFileSystem.store) == ["/bench/neighbour.bin"]
     assert "failed" in str(result)
 
@@ -186,9 +192,12 @@ def test_file_writes_are_create_only(tmp_path: Path) -> None:
     probe = Probe(LocalFileSystem(), str(tmp_path))
     existing = tmp_path / "taken"
     existing.write_bytes(b"mine")
-    job = probe.target.backend.put(str(existing), b"theirs")
+    backend = probe.target.backend
+    assert isinstance(backend, SyncBackend)
+    put = Request(kind=Kind.PUT, key=str(existing), body=Part(0, 0, 6))
+    job = backend.job(put, b"theirs", None, time.perf_counter_ns)
     with pytest.raises(FileExistsError):
-        job()
+        job.call()
     assert existing.read_bytes() == b"mine"
 
 
@@ -202,9 +211,10 @@ def test_missing_local_root_is_a_clear_error(tmp_path: Path) -> None:
 def test_convenience_methods_use_the_seed_workloads(tmp_path: Path) -> None:
     probe = Probe.from_url(str(tmp_path), repeats=1)
     results: list[Result] = [probe.upload_small(), probe.download_small()]
-    assert [r.workload for r in results] == [Workload.small()] * 2
+    assert [r.workload.with_seed(0) for r in results] == [Workload.small(seed=0)] * 2
     assert all(r.ok for r in results)
     large = probe.download_large()
-    assert large.workload == Workload.large()
+    assert large.workload.with_seed(0) == Workload.large(seed=0)
+    assert large.workload.seed is not None  # the run recorded the seed it drew
     assert large.ok
     assert os.listdir(tmp_path) == []

@@ -21,6 +21,7 @@ from storeprobe import (
     TargetUnreachableError,
     Workload,
 )
+from storeprobe.notices import Code
 from tests.conftest import s3_options
 from tests.helpers import tree
 from tests.http_proxy import CountingProxy
@@ -65,7 +66,7 @@ def test_in_flight_requests_counted_on_the_server_side(
             assert "POST" in counting_proxy.methods  # multipart create/complete
         elif client == "obstore":  # rclone answers ranged GETs with 200: obstore refuses
             assert result.strategy.endswith("(ranges read with s3fs)")
-            assert any("obstore refuses" in warning for warning in result.warnings)
+            assert any(w.code is Code.RANGES_VIA_S3FS for w in result.warnings)
     assert not any(name.startswith("inflight") for name in tree(s3_bucket_dir))
 
 
@@ -106,7 +107,8 @@ def test_neighbour_object_untouched_by_normal_and_failed_runs(
     failed = probe.upload(SMALLISH)
     counting_proxy.fail_when = None
     assert len(failed.errors) == 1
-    assert "repeat 1" in failed.errors[0]
+    assert failed.errors[0].repeat == 1
+    assert failed.errors[0].code is Code.REQUEST_FAILED
     assert len(failed.samples) == 1
     assert tree(s3_bucket_dir) == before
 
@@ -137,7 +139,7 @@ def test_failed_multipart_upload_is_aborted_and_cleaned(
     counting_proxy.fail_when = None
     assert not result.ok
     refused = "PermissionError: injected" if client == "s3fs" else "PermissionDeniedError"
-    assert refused in result.errors[0]
+    assert refused in result.errors[0].message
     assert counting_proxy.methods.count("DELETE") >= 1  # AbortMultipartUpload
     assert tree(s3_bucket_dir) == before
     assert ("staged" in result.strategy) == (stage_above == "8MiB")
@@ -182,8 +184,8 @@ def test_own_obstore_store_against_a_server_answering_ranges_with_200(
     probe = Probe(obstore_fs(s3_server.endpoint), "bench/own", streams=4, repeats=1)
     result = probe.download(ONE_OBJECT)
     assert result.samples == ()
-    assert "200 instead of 206" in result.errors[0]
-    assert "client='s3fs'" in result.errors[0]
+    assert "200 instead of 206" in result.errors[0].message
+    assert "client='s3fs'" in result.errors[0].message
     assert not any(name.startswith("own") for name in tree(s3_bucket_dir))
 
 

@@ -79,8 +79,8 @@ def test_backend_errors_are_scrubbed() -> None:
     probe = Probe(fs, "/leaky", repeats=1)
     result = probe.upload(WORKLOADS[0])
     assert result.errors
-    assert "SENTINEL" not in " ".join(result.errors) + str(result) + result.to_json()
-    assert "***" in result.errors[0]
+    assert "SENTINEL" not in " ".join(map(str, result.errors)) + str(result) + result.to_json()
+    assert "***" in result.errors[0].message
 
 
 def test_s3_secret_never_appears(s3_server: Server, tmp_path: Path) -> None:

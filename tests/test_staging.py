@@ -77,7 +77,7 @@ def test_a_verification_failure_in_a_staged_download_is_caught(tmp_path: Path) -
     backend.after_upload = corrupt  # type: ignore[method-assign]
     result = probe.download(Workload(count=1, size="12MiB"))
     assert "(staged through a local file)" in result.strategy
-    assert f"differs from what was written at byte {9 * MiB + 5}" in result.errors[0]
+    assert f"differs from what was written at byte {9 * MiB + 5}" in result.errors[0].message
     assert os.listdir(tmp_path / "disk") == []
 
 

@@ -30,9 +30,7 @@ class AzureBackend(AsyncBackend):
     name = "adlfs"
     protocols = ("abfs", "abfss", "az")
     extra = "azure"
-    capabilities = Capabilities(
-        splits_uploads=True, multipart_create=False, min_part_size=1 * MiB
-    )
+    capabilities = Capabilities(splits_uploads=True, multipart_create=False, min_part_size=1 * MiB)
 
     def check_root(self, root: str) -> None:
         check_bucket(root, self.fs.info, "container", "abfs://CONTAINER[/PREFIX]")

@@ -102,8 +102,9 @@ class FsspecSyncBackend(SyncBackend):
         return workload.payload_bytes(part.index, part.start, part.stop)
 
     def check_root(self, root: str) -> None:
-        if root in ("", "/"):
-            return
+        protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
+        if root in ("", "/") or "memory" in protocols:
+            return  # memory directories are implicit
         super().check_root(root)
 
     def make_prefix(self, prefix: str) -> None:

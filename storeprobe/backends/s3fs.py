@@ -76,10 +76,9 @@ class S3Backend(AsyncBackend):
     def __init__(self, fs: fsspec.AbstractFileSystem, *, conditional: bool = True) -> None:
         super().__init__(fs)
         self.conditional = conditional
+        #: attempts botocore retried, counted by a hook installed when the client exists
+        #: (connecting is I/O: it happens in check_root, before the first window)
         self._retries: list[int] | None = None
-        client = getattr(fs, "s3", None)
-        if client is not None:
-            self._watch(client)
 
     def without_conditional_writes(self) -> S3Backend:
         """The same client, putting without If-None-Match (a new backend; this one is kept)."""
@@ -110,8 +109,8 @@ class S3Backend(AsyncBackend):
 
     def check_root(self, root: str) -> None:
         check_bucket(root, self.fs.info, "bucket", "s3://BUCKET[/PREFIX]")
-        if self._retries is None and getattr(self.fs, "s3", None) is not None:
-            self._watch(self.fs.s3)  # the client exists once the first call connected
+        if self._retries is None and getattr(self.fs, "_s3", None) is not None:
+            self._watch(self.fs._s3)  # the client exists once the first call connected
 
     def make_prefix(self, prefix: str) -> None:
         return None
@@ -228,9 +227,7 @@ class S3Backend(AsyncBackend):
             if request.kind is Kind.CREATE_MULTIPART:
 
                 async def create() -> Outcome:
-                    response = await fs._call_s3(
-                        "create_multipart_upload", Bucket=bucket, Key=key
-                    )
+                    response = await fs._call_s3("create_multipart_upload", Bucket=bucket, Key=key)
                     uploads[path] = response["UploadId"]
                     etags[path] = {}
                     return Outcome()
