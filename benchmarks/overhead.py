@@ -13,7 +13,8 @@ Fresh objects are written for every run (uploads are create-only) and local file
 evicted from the page cache before every download run. Each of ``--pairs`` pairs runs
 bare and engine back to back in alternating order; the overhead is the median over the
 pairs of (engine ÷ bare − 1), so slow drifts of the machine cancel out. The per-request
-figure is (engine − bare) ÷ requests.
+figure is (engine − bare) ÷ requests, counting the jobs the engine runs (a client's own
+multipart upload, obstore's, is one job however many parts it sends).
 
 Targets: memory:// (calls of a few µs: the worst case), a local disk, and S3 on
 ``rclone serve s3`` on 127.0.0.1 through obstore (the default S3 client) and through s3fs.
@@ -45,11 +46,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import warnings
+
 from fsspec.asyn import sync
 
 from storeprobe import Probe, Workload
-from storeprobe.probe import _Shape
-from storeprobe.transfer import Plan, run_async, run_sync
+from storeprobe.backends import AsyncBackend, SyncBackend
+from storeprobe.backends.base import Landing
+from storeprobe.planning import Layout, Plan, choose, delete_plan, download_plan, upload_plan
+from storeprobe.request import AsyncJob, Body, Kind, Outcome, SyncJob
+from storeprobe.transfer import Run, run_async, run_sync
+from storeprobe.verification import prefaulted
 from tests.conftest import s3_options
 from tests.servers import rclone_s3
 
@@ -60,13 +67,16 @@ WORKLOADS = [
     ("download", Workload(count=1, size="64MiB")),
 ]
 
+Backend = AsyncBackend | SyncBackend
+Phases = tuple[tuple[Any, ...], ...]  # of AsyncJob or of SyncJob
 
-async def _bare_worker(queue: Iterator[Any]) -> None:
+
+async def _bare_worker(queue: Iterator[AsyncJob]) -> None:
     for job in queue:
-        await job()
+        await job.call()
 
 
-async def _bare_async(phases: Sequence[Sequence[Any]], streams: int) -> int:
+async def _bare_async(phases: Sequence[Sequence[AsyncJob]], streams: int) -> int:
     start = time.perf_counter_ns()  # on the loop: the hop into it is not counted
     for phase in phases:
         queue = iter(phase)
@@ -74,16 +84,16 @@ async def _bare_async(phases: Sequence[Sequence[Any]], streams: int) -> int:
     return time.perf_counter_ns() - start
 
 
-def _bare_thread(queue: Iterator[Any], lock: threading.Lock) -> None:
+def _bare_thread(queue: Iterator[SyncJob], lock: threading.Lock) -> None:
     while True:
         with lock:
             job = next(queue, None)
         if job is None:
             return
-        job()
+        job.call()
 
 
-def _bare_sync(phases: Sequence[Sequence[Any]], streams: int) -> int:
+def _bare_sync(phases: Sequence[Sequence[SyncJob]], streams: int) -> int:
     start = time.perf_counter_ns()
     for phase in phases:
         queue, lock = iter(phase), threading.Lock()
@@ -99,71 +109,137 @@ def _bare_sync(phases: Sequence[Sequence[Any]], streams: int) -> int:
     return time.perf_counter_ns() - start
 
 
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    with warnings.catch_warnings():
+        # aiohttp advises streaming bodies over 1 MiB; the probe sends parts whole on purpose
+        warnings.filterwarnings("ignore", message="Sending a large body directly")
+        yield
+
+
 class Runner:
-    """Builds fresh plans for one probe and times them bare or through the engine."""
+    """Binds fresh plans for one probe and times them bare or through the engine.
+
+    The plan is laid out as the probe lays it out (:func:`storeprobe.planning.choose`,
+    with the probe's part size and staging threshold) and bound to the backend's jobs
+    before the clock starts, as the probe does; a download reads through the backend the
+    probe would pick (obstore's s3fs fallback for servers that answer ranges with 200)
+    into buffers prepared before the window.
+    """
 
     def __init__(self, probe: Probe, operation: str, workload: Workload, streams: int) -> None:
         self.probe = probe
-        self.backend = probe.target.backend
+        self.backend: Backend = probe.target.backend
         self.operation = operation
         self.workload = workload
         self.streams = streams
-        self.shape = _Shape.choose(self.backend, workload, streams, None)
+        self.layout = self._layout(operation)
+        self.setup = self._layout("upload")  # the untimed upload before downloads
+        if self.layout.staged or self.setup.staged:
+            raise SystemExit(f"{workload.describe()} would be staged: not measured here")
+        self.reader: Backend = self.backend
         self.prefix = probe.target.new_prefix()
         self.backend.make_prefix(self.prefix)
         self.runs = 0
         self.names: list[str] = []  # objects downloads read
         self.written: list[str] = []  # objects the last upload run wrote
 
-    def _plan(self) -> Plan:
+    def _layout(self, operation: Any) -> Layout:
+        return choose(
+            self.backend.capabilities,
+            self.backend.client,
+            operation,
+            self.workload,
+            self.streams,
+            part_size=self.probe.part_size,
+            stage_above=self.probe.stage_above,
+        )
+
+    @staticmethod
+    def _bind(backend: Backend, plan: Plan, workload: Workload | None = None) -> Phases:
+        """The plan's jobs on ``backend``: bodies made, read buffers prepared."""
+        requests = plan.requests
+        bodies: list[Body | None] = [
+            None if r.body is None or workload is None else backend.body(workload, r.body)
+            for r in requests
+        ]
+        landings: list[Landing] = [None] * len(requests)
+        if backend.capabilities.reads_into:
+            landings = [
+                prefaulted(r.expected or (workload.size if workload else 0))
+                if r.kind is Kind.GET
+                else None
+                for r in requests
+            ]
+        clock = time.perf_counter_ns
+        return backend.bind(plan.phases, bodies, landings, clock).phases
+
+    def _phases(self) -> tuple[Backend, Phases]:
+        """A fresh run's jobs (fresh names for uploads) and the backend they run on."""
         self.runs += 1
         names = [f"{self.prefix}/{self.runs}-{i}" for i in range(self.workload.count)]
-        upload = self.shape.upload_plan(self.backend, self.workload, names, timed=False)
         if self.operation == "upload":
             self.written = names
-            return upload
+            self.backend.fs.invalidate_cache()
+            plan = upload_plan(self.layout, self.workload, names)
+            return self.backend, self._bind(self.backend, plan, self.workload)
         if not self.names:  # objects to read, written once
-            self._execute_bare(upload)
+            plan = upload_plan(self.setup, self.workload, names)
+            self._execute_bare(self.backend, self._bind(self.backend, plan, self.workload))
             self.names = names
+            range_reader = getattr(self.backend, "range_reader", None)
+            if self.layout.split and range_reader is not None:
+                self.reader = range_reader(names[0])  # untimed: obstore or s3fs
         self.backend.after_upload(self.names)
-        plan, _ = self.shape.download_plan(self.backend, self.workload, self.names)
-        return plan
+        plan = download_plan(self.layout, self.workload, self.names)
+        return self.reader, self._bind(self.reader, plan, self.workload)
 
-    def _execute_bare(self, plan: Plan) -> int:
+    def _execute_bare(self, backend: Backend, phases: Phases) -> int:
         """Nanoseconds from before the first job to after the last, on the loop or thread."""
-        if self.backend.is_async:
-            return int(sync(self.backend.fs.loop, _bare_async, plan.phases, self.streams))
-        return _bare_sync(plan.phases, self.streams)
+        if isinstance(backend, AsyncBackend):
+            with _quiet():
+                return int(sync(backend.fs.loop, _bare_async, phases, self.streams))
+        return _bare_sync(phases, self.streams)
 
-    def _execute_engine(self, plan: Plan) -> int:
+    def _execute_engine(self, backend: Backend, phases: Phases) -> int:
         """The window storeprobe reports: first request's start to last request's end."""
         clock = time.perf_counter_ns
-        if self.backend.is_async:
-            timings = sync(self.backend.fs.loop, run_async, plan, self.streams, clock, 300.0)
+        run: Run
+        if isinstance(backend, AsyncBackend):
+            with _quiet():
+                run = sync(
+                    backend.fs.loop, run_async, phases, self.streams, clock, self.probe.timeout
+                )
         else:
-            timings = run_sync(plan, self.streams, clock)
-        return int(timings.end_ns.max() - timings.start_ns.min())
+            run = run_sync(phases, self.streams, clock)
+        moved = int(run.timings.nbytes.sum())
+        if moved != self.workload.total_bytes:
+            raise RuntimeError(f"moved {moved} bytes of {self.workload.total_bytes}")
+        return int(run.timings.end_ns.max() - run.timings.start_ns.min())
 
     def time(self, engine: bool) -> float:
-        plan = self._plan()  # built before the clock starts, as the probe does
-        seconds = (self._execute_engine if engine else self._execute_bare)(plan) / 1e9
+        backend, phases = self._phases()  # bound before the clock starts, as the probe does
+        execute = self._execute_engine if engine else self._execute_bare
+        seconds = execute(backend, phases) / 1e9
         self._delete(self.written)
         self.written = []
         return seconds
 
     def _delete(self, names: Sequence[str]) -> None:
-        for name in names:
+        jobs = self._bind(self.backend, delete_plan(names))
+        for job in (job for phase in jobs for job in phase):
             with contextlib.suppress(Exception):
-                job = self.backend.delete(name)
-                if self.backend.is_async:
-                    sync(self.backend.fs.loop, job)
+                if isinstance(self.backend, AsyncBackend):
+                    sync(self.backend.fs.loop, job.call)
                 else:
-                    job()
+                    job.call()
 
     def requests(self) -> int:
-        plan = self._plan()
+        """The jobs the engine runs for one run (a client's own multipart upload is one)."""
+        _, phases = self._phases()
         self._delete(self.written)
-        return sum(len(phase) for phase in plan.phases)
+        self.written = []
+        return sum(len(phase) for phase in phases)
 
     def cleanup(self) -> None:
         self._delete([*self.names, *self.written])
@@ -171,29 +247,30 @@ class Runner:
             self.backend.remove_prefix(self.prefix)
 
 
-def _noop_jobs(count: int, is_async: bool) -> tuple[Any, ...]:
-    async def async_job() -> int:
-        return 0
+def _noop_jobs(count: int, is_async: bool) -> Phases:
+    async def async_call() -> Outcome:
+        return Outcome()
 
-    def sync_job() -> int:
-        return 0
+    def sync_call() -> Outcome:
+        return Outcome()
 
-    return tuple(async_job if is_async else sync_job for _ in range(count))
+    if is_async:
+        return (tuple(AsyncJob(Kind.GET, async_call) for _ in range(count)),)
+    return (tuple(SyncJob(Kind.GET, sync_call) for _ in range(count)),)
 
 
 def engine_cost_ns(is_async: bool, streams: int, count: int = 20_000, rounds: int = 5) -> float:
     """The engine's own nanoseconds per request, over jobs that do nothing."""
-    jobs = _noop_jobs(count, is_async)
-    plan = Plan(phases=(jobs,))
+    phases = _noop_jobs(count, is_async)
     bare, engine = [], []
     for _ in range(rounds):
         if is_async:
-            bare.append(asyncio.run(_bare_async(plan.phases, streams)))
-            timings = asyncio.run(run_async(plan, streams, time.perf_counter_ns, 300.0))
+            bare.append(asyncio.run(_bare_async(phases, streams)))
+            run = asyncio.run(run_async(phases, streams, time.perf_counter_ns, 300.0))
         else:
-            bare.append(_bare_sync(plan.phases, streams))
-            timings = run_sync(plan, streams, time.perf_counter_ns)
-        engine.append(int(timings.end_ns.max() - timings.start_ns.min()))
+            bare.append(_bare_sync(phases, streams))
+            run = run_sync(phases, streams, time.perf_counter_ns)
+        engine.append(int(run.timings.end_ns.max() - run.timings.start_ns.min()))
     return (min(engine) - min(bare)) / count
 
 
@@ -274,7 +351,7 @@ def main() -> None:
                 probe = make(streams)
                 for operation, workload in WORKLOADS:
                     row = measure(probe, operation, workload, streams, args.pairs)
-                    cost = costs[(probe.target.backend.is_async, streams)]
+                    cost = costs[(isinstance(probe.target.backend, AsyncBackend), streams)]
                     row["bound"] = row["requests"] * cost / 1e9 / row["bare_s"]
                     key = f"{name} | {operation} {workload.describe()} | {streams}"
                     figures[key] = row

@@ -21,6 +21,7 @@ a ``cleanup-incomplete`` warning naming what was left.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -224,7 +225,7 @@ class Measurement:
         text = self.target.describe_error(exc)
         if isinstance(exc, VerificationError):
             code = Code.VERIFICATION_FAILED
-        elif isinstance(exc, _ShortTransfer):
+        elif isinstance(exc, _ShortTransferError):
             code = Code.SHORT_TRANSFER
         elif isinstance(exc, TimeoutError | asyncio.TimeoutError):
             code = Code.TIMEOUT
@@ -333,7 +334,7 @@ class Measurement:
     def _check_moved(self, run: Run, workload: Workload) -> None:
         moved = int(run.timings.nbytes.sum())
         if moved != workload.total_bytes:
-            raise _ShortTransfer(
+            raise _ShortTransferError(
                 f"moved {moved} bytes where the workload has {workload.total_bytes}"
             )
 
@@ -367,10 +368,8 @@ class Measurement:
                     )
             except BaseException as exc:
                 if bound.abort is not None:
-                    try:
+                    with contextlib.suppress(Exception):
                         sync(backend.fs.loop, bound.abort)
-                    except Exception:
-                        pass
                 cause = exc.__cause__
                 if type(exc).__name__ == "FSTimeoutError" and isinstance(cause, TimeoutError):
                     raise cause from None  # fsspec's sync() drops the message; keep ours
@@ -384,10 +383,8 @@ class Measurement:
                 return run_sync(sync_phases, streams, self.clock, meter)
         except BaseException:
             if sync_bound.abort is not None:
-                try:
+                with contextlib.suppress(Exception):
                     sync_bound.abort()
-                except Exception:
-                    pass
             raise
 
     def _delete(self, names: Sequence[str]) -> list[str]:
@@ -446,7 +443,7 @@ _RANGES_VIA_S3FS = Notice(
 )
 
 
-class _ShortTransfer(OSError):
+class _ShortTransferError(OSError):
     """The window moved another number of bytes than the workload has."""
 
 

@@ -97,7 +97,7 @@ class SyncBound:
     abort: Callable[[], None] | None = None
 
 
-class Backend(ABC):
+class Backend:
     """The housekeeping and capabilities of one client family (see the module docstring)."""
 
     name: ClassVar[str] = "generic"
@@ -161,7 +161,7 @@ class Backend(ABC):
         return StagedFile(path=Path(staging.path), size=staging.size)
 
 
-class AsyncBackend(Backend):
+class AsyncBackend(Backend, ABC):
     """A client driven through coroutines on its event loop (``fs.loop``)."""
 
     @abstractmethod
@@ -185,7 +185,7 @@ class AsyncBackend(Backend):
         return AsyncBound(phases=tuple(tuple(next(jobs) for _ in phase) for phase in phases))
 
 
-class SyncBackend(Backend):
+class SyncBackend(Backend, ABC):
     """A client driven through plain calls on a thread pool."""
 
     @abstractmethod

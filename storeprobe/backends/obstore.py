@@ -29,10 +29,10 @@ from storeprobe.transfer import Clock
 from storeprobe.units import GiB, MiB
 from storeprobe.workload import Workload
 
-__all__ = ["ObstoreBackend", "RangesRefused"]
+__all__ = ["ObstoreBackend", "RangesRefusedError"]
 
 
-class RangesRefused(OSError):
+class RangesRefusedError(OSError):
     """The server answers ranged GETs with 200, which obstore refuses, and no fallback exists."""
 
 
@@ -104,7 +104,7 @@ class ObstoreBackend(AsyncBackend):
             if "non-partial response" not in str(exc):
                 raise
             if self.range_fallback is None:
-                raise RangesRefused(
+                raise RangesRefusedError(
                     "this server answers ranged GETs with 200 instead of 206 Partial Content, "
                     "which obstore refuses: download one object with streams=1, or open the "
                     "URL with client='s3fs'"
