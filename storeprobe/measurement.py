@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -132,7 +134,7 @@ class Measurement:
             )
         for notice in layout.notices:
             if notice.code is Code.CANNOT_SPLIT:
-                warnings.warn(str(notice), StoreProbeWarning, stacklevel=4)
+                warnings.warn(str(notice), StoreProbeWarning, stacklevel=_caller_level())
         written: list[str] = []
         deleted: set[str] = set()
         samples: list[Sample] = []
@@ -445,6 +447,19 @@ _RANGES_VIA_S3FS = Notice(
 
 class _ShortTransferError(OSError):
     """The window moved another number of bytes than the workload has."""
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside storeprobe."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def _delta(after: int | None, before: int | None) -> int | None:

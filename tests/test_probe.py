@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
+from fsspec.callbacks import Callback
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
@@ -218,3 +220,80 @@ def test_convenience_methods_use_the_seed_workloads(tmp_path: Path) -> None:
     assert large.workload.seed is not None  # the run recorded the seed it drew
     assert large.ok
     assert os.listdir(tmp_path) == []
+
+
+class RecordingMemoryFS(MemoryFileSystem):  # type: ignore[misc]
+    """A memory filesystem that remembers the digest of every object written to it."""
+
+    written: ClassVar[list[tuple[str, str]]] = []
+
+    def pipe_file(self, path: str, value: bytes, mode: str = "overwrite", **kwargs: Any) -> None:
+        RecordingMemoryFS.written.append(
+            (path.rsplit("/", 1)[-1], hashlib.sha256(value).hexdigest())
+        )
+        super().pipe_file(path, value, mode=mode, **kwargs)
+
+
+def _digests(probe: Probe, workload: Workload) -> dict[str, str]:
+    RecordingMemoryFS.written = []
+    assert probe.upload(workload).ok
+    return dict(RecordingMemoryFS.written)
+
+
+def test_each_run_writes_fresh_bytes_unless_a_seed_is_given() -> None:
+    fs = RecordingMemoryFS(skip_instance_cache=True)
+    workload = Workload(count=3, size=1024)
+    unseeded = Probe(fs, "/seeds", repeats=2)
+    first, second = _digests(unseeded, workload), _digests(unseeded, workload)
+    assert set(first) == set(second) == {f"r{r}-{i:07d}" for r in (0, 1) for i in range(3)}
+    assert not set(first.values()) & set(second.values())  # two runs, no byte shared
+    # repeats within one run differ too
+    assert not {first[f"r0-{i:07d}"] for i in range(3)} & {first[f"r1-{i:07d}"] for i in range(3)}
+    seeded = Probe(fs, "/seeds", repeats=2, seed=42)
+    again = Probe(fs, "/seeds", repeats=2, seed=42)
+    assert _digests(seeded, workload) == _digests(again, workload)
+    result = seeded.upload(workload)
+    assert result.workload.seed == 42  # recorded, so the run's bytes can be reproduced
+    # a workload's own seed wins over the probe's
+    assert seeded.upload(workload.with_seed(7)).workload.seed == 7
+
+
+def test_a_drawn_seed_is_recorded_and_reproduces_the_bytes() -> None:
+    fs = RecordingMemoryFS(skip_instance_cache=True)
+    workload = Workload(count=2, size=2048)
+    RecordingMemoryFS.written = []
+    result = Probe(fs, "/seeds", repeats=1).upload(workload)
+    drawn = dict(RecordingMemoryFS.written)
+    assert result.workload.seed is not None
+    assert _digests(Probe(fs, "/seeds", repeats=1, seed=result.workload.seed), workload) == drawn
+
+
+class CountingCallback(Callback):  # type: ignore[misc]
+    """Counts the progress updates it receives and the thread that sent them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.updates = 0
+
+    def call(self, *args: Any, **kwargs: Any) -> None:
+        self.updates += 1
+
+
+def test_progress_is_drawn_off_the_timed_path_at_most_ten_times_a_second() -> None:
+    callback = CountingCallback()
+    probe = Probe(MemoryFileSystem(skip_instance_cache=True), "/progress", callback=callback)
+    result = probe.upload(Workload(count=3000, size=256))
+    assert result.ok
+    window_s = sum(sample.seconds for sample in result.samples)
+    # before: one update per request (9 000); now ≤ 10 per second of window, plus the
+    # first (0) and the last (the total) of each repeat
+    assert callback.updates <= 10 * window_s + 2 * len(result.samples) + 1
+    assert callback.size == Workload(count=3000, size=256).total_bytes
+    assert callback.value == callback.size
+
+
+def test_cannot_split_warning_points_at_the_callers_line(memfs: MemoryFileSystem) -> None:
+    probe = Probe(memfs, "/bench", streams=4, repeats=1)
+    with pytest.warns(StoreProbeWarning) as caught:
+        probe.upload(Workload(count=1, size="3MiB"))
+    assert [Path(w.filename).name for w in caught] == [Path(__file__).name]
