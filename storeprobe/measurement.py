@@ -35,7 +35,6 @@ from fsspec.callbacks import Callback
 
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backends.base import Landing
-from storeprobe.backends.obstore import ObstoreBackend
 from storeprobe.environment import Environment, endpoint_of
 from storeprobe.errors import StoreProbeWarning, TargetUnreachableError
 from storeprobe.notices import Code, Notice
@@ -294,11 +293,13 @@ class Measurement:
     def _reader(self, layout: Layout, probe_key: str) -> Backend:
         """The backend that reads this download, decided once, untimed."""
         backend = self.target.backend
-        if layout.split and isinstance(backend, ObstoreBackend):
-            reader: list[Backend] = []
-            _bounded(lambda: reader.append(backend.range_reader(probe_key)), self.timeout)
-            return reader[0]
-        return backend
+        if not layout.split:
+            return backend
+        found: list[object] = []
+        _bounded(lambda: found.append(backend.range_reader(probe_key)), self.timeout)
+        reader = found[0]
+        assert isinstance(reader, AsyncBackend | SyncBackend)
+        return reader
 
     def _download(
         self, layout: Layout, workload: Workload, names: list[str], reader: Backend

@@ -144,6 +144,11 @@ class Backend:
         """
         return None
 
+    def range_reader(self, path: str) -> Backend:
+        """The backend that reads byte ranges of this storage: this one, unless a check of
+        ``path`` (untimed, once per measurement) finds the client cannot (see obstore)."""
+        return self
+
     def classify(self, exc: BaseException) -> type[TargetError] | None:
         """The error class for ``exc`` when this client's errors say more than their type."""
         return None
