@@ -124,7 +124,20 @@ class Measurement:
         except Exception as exc:
             raise target.translate(exc, "preparing the run") from None
 
+        written: list[str] = []
+        try:
+            writer = self._writer(prefix, written)
+        except Exception as exc:
+            self._delete(written)
+            with contextlib.suppress(Exception):
+                backend.remove_prefix(prefix)
+            raise target.translate(exc, "preparing the run") from None
         notices: list[Notice] = list(layout.notices)
+        strategy = layout.strategy
+        if writer is not backend:
+            notices.append(_NO_CONDITIONAL_WRITE)
+            if self.operation == "upload":
+                strategy += " (no conditional writes: absence checked by HEAD before the window)"
         if self.operation == "download" and (suspect := backend.cache_suspect()):
             notices.append(
                 Notice(
@@ -134,23 +147,23 @@ class Measurement:
         for notice in layout.notices:
             if notice.code is Code.CANNOT_SPLIT:
                 warnings.warn(str(notice), StoreProbeWarning, stacklevel=_caller_level())
-        written: list[str] = []
         deleted: set[str] = set()
         samples: list[Sample] = []
         errors: list[Notice] = []
         reader: Backend | None = None
-        strategy = layout.strategy
         try:
             for repeat in range(self.repeats):
                 names = [f"{prefix}/r{repeat}-{index:07d}" for index in range(workload.count)]
                 content = workload.with_seed(((workload.seed or 0) + repeat) % 2**63)
                 written.extend(names)
                 try:
+                    if writer is not backend:
+                        self._check_absent(writer, names)
                     if self.operation == "upload":
-                        samples.append(self._upload(layout, content, names))
+                        samples.append(self._upload(writer, layout, content, names))
                     else:
                         assert setup is not None
-                        self._setup(setup, content, names)
+                        self._setup(writer, setup, content, names)
                         if reader is None:
                             reader = self._reader(layout, names[0])
                             if reader is not backend:
@@ -253,8 +266,34 @@ class Measurement:
                 bodies.append(backend.staged_body(staging, part))
         return bodies
 
-    def _upload(self, layout: Layout, workload: Workload, names: list[str]) -> Sample:
+    def _writer(self, prefix: str, written: list[str]) -> Backend:
+        """The backend that writes, decided once: conditional writes checked (untimed)."""
         backend = self.target.backend
+        if not backend.capabilities.checks_conditional_writes:
+            return backend
+        probe_key = f"{prefix}/conditional-write-check"
+        written.append(probe_key)
+        found: list[object] = []
+        _bounded(lambda: found.append(backend.writer(probe_key)), self.timeout)
+        writer = found[0]
+        assert isinstance(writer, AsyncBackend | SyncBackend)
+        return writer
+
+    def _check_absent(self, writer: Backend, names: list[str]) -> None:
+        """Untimed: HEAD every name and fail if one exists (writes are unconditional)."""
+        plan = head_plan(names)
+        nothing: list[None] = [None] * len(names)
+        if isinstance(writer, AsyncBackend):
+            bound = writer.bind(plan.phases, nothing, nothing, self.clock)
+            phases = _positioned(bound.phases, _absent_async)
+            sync(writer.fs.loop, run_async, phases, self.streams, self.clock, self.timeout, None)
+        else:
+            sync_bound = writer.bind(plan.phases, nothing, nothing, self.clock)
+            run_sync(_positioned(sync_bound.phases, _absent_sync), self.streams, self.clock)
+
+    def _upload(
+        self, backend: Backend, layout: Layout, workload: Workload, names: list[str]
+    ) -> Sample:
         plan = upload_plan(layout, workload, names)
         staging = Staging.of_payload(workload, 0) if layout.staged else None
         try:
@@ -270,9 +309,10 @@ class Measurement:
         self._check_moved(run, workload)
         return _sample(run, _delta(backend.retries_seen(), before))
 
-    def _setup(self, layout: Layout, workload: Workload, names: list[str]) -> None:
+    def _setup(
+        self, backend: Backend, layout: Layout, workload: Workload, names: list[str]
+    ) -> None:
         """The untimed upload before a download, then caches evicted and sizes confirmed."""
-        backend = self.target.backend
         plan = upload_plan(layout, workload, names)
         staging = Staging.of_payload(workload, 0) if layout.staged else None
         try:
@@ -436,6 +476,50 @@ class Measurement:
             return [f"{name} ({target.describe_error(exc)})" for name in names]
         backend.fs.invalidate_cache()
         return failed
+
+
+_NO_CONDITIONAL_WRITE = Notice(
+    code=Code.NO_CONDITIONAL_WRITE,
+    message="this storage refuses conditional writes (If-None-Match): each name was checked "
+    "absent with HEAD before the window, then written without the header, under the probe's "
+    "own fresh prefix",
+    fix="nothing to do; the figures are of plain PUTs",
+)
+
+
+def _is_missing(exc: BaseException) -> bool:
+    names = {klass.__name__ for klass in type(exc).__mro__}
+    return isinstance(exc, FileNotFoundError) or "NotFoundError" in names
+
+
+def _absent_async(job: AsyncJob, position: int) -> AsyncJob:
+    call = job.call
+
+    async def absent() -> Outcome:
+        try:
+            await call()
+        except Exception as exc:
+            if _is_missing(exc):
+                return Outcome()
+            raise
+        raise FileExistsError(f"object {position} of this repeat already exists")
+
+    return AsyncJob(job.kind, absent)
+
+
+def _absent_sync(job: SyncJob, position: int) -> SyncJob:
+    call = job.call
+
+    def absent() -> Outcome:
+        try:
+            call()
+        except Exception as exc:
+            if _is_missing(exc):
+                return Outcome()
+            raise
+        raise FileExistsError(f"object {position} of this repeat already exists")
+
+    return SyncJob(job.kind, absent)
 
 
 _RANGES_VIA_S3FS = Notice(

@@ -78,6 +78,8 @@ class CountingProxy:
         #: called with (method, path, request number); a status code makes the proxy
         #: answer that status itself (an S3-style error body) and close the connection
         self.fail_when: Callable[[str, str, int], int | None] | None = None
+        #: a request header (lower case) answered with 501 NotImplemented when present
+        self.refuse_header: str | None = None
         #: called likewise; True makes the proxy swallow the request and never answer
         self.hang_when: Callable[[str, str, int], bool] | None = None
         self._loop = asyncio.new_event_loop()
@@ -151,6 +153,8 @@ class CountingProxy:
             if self.fail_when
             else None
         )
+        if status is None and self.refuse_header and self.refuse_header in _headers(head):
+            status = 501  # a provider whose S3 API does not implement this header
         if self.hang_when is not None and self.hang_when(
             method_name, path.decode("latin-1"), self.requests
         ):
@@ -158,9 +162,10 @@ class CountingProxy:
             await asyncio.sleep(3600)  # cancelled when the proxy stops
         if status is not None:
             self.in_flight -= 1
+            code = b"NotImplemented" if status == 501 else b"AccessDenied"
             body = (
-                b"<?xml version='1.0'?><Error><Code>AccessDenied</Code>"
-                b"<Message>injected</Message></Error>"
+                b"<?xml version='1.0'?><Error><Code>%s</Code>"
+                b"<Message>injected</Message></Error>" % code
             )
             client_w.write(
                 b"HTTP/1.1 %d Injected\r\nContent-Type: application/xml\r\nContent-Length: %d\r\n"

@@ -238,3 +238,38 @@ def test_no_credentials_anywhere_is_a_clear_error(
     probe = Probe.from_url("s3://bench/x", options, repeats=1)
     with pytest.raises(StoreProbeError, match="no AWS credentials found"):
         probe.upload(SMALLISH)
+
+
+@CLIENTS
+@pytest.mark.parametrize("operation", ["upload", "download"])
+def test_storage_refusing_conditional_writes_gets_head_then_plain_put(
+    counting_proxy: CountingProxy, s3_bucket_dir: Path, client: str, operation: str
+) -> None:
+    counting_proxy.refuse_header = "if-none-match"  # as a provider answering 501
+    options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
+    before = tree(s3_bucket_dir)
+    probe = Probe.from_url("s3://bench/plain", options, client=client, streams=4, repeats=2)
+    counting_proxy.reset()
+    result = probe.measure(operation, SMALLISH)  # type: ignore[arg-type]
+    assert result.ok, result.errors
+    assert [w.code for w in result.warnings].count(Code.NO_CONDITIONAL_WRITE) == 1
+    if operation == "upload":
+        assert "absence checked by HEAD" in result.strategy
+    # the check's conditional PUT, then per repeat a HEAD of every name before its PUT
+    assert counting_proxy.methods.count("HEAD") >= 2 * SMALLISH.count
+    assert tree(s3_bucket_dir) == before  # the check object and every object deleted
+
+
+@CLIENTS
+def test_storage_taking_conditional_writes_keeps_them(
+    counting_proxy: CountingProxy, s3_bucket_dir: Path, client: str
+) -> None:
+    options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
+    before = tree(s3_bucket_dir)
+    probe = Probe.from_url("s3://bench/conditional", options, client=client, repeats=1)
+    counting_proxy.reset()
+    result = probe.upload(SMALLISH)
+    assert result.ok, result.errors
+    assert Code.NO_CONDITIONAL_WRITE not in [w.code for w in result.warnings]
+    assert counting_proxy.methods.count("HEAD") <= 1  # the bucket check; no absence checks
+    assert tree(s3_bucket_dir) == before

@@ -76,8 +76,9 @@ class Capabilities:
     confirms_size: bool = False
     #: the client's own retries are counted (reported on each sample)
     counts_retries: bool = False
-    #: writes are create-only by a conditional request (If-None-Match or equivalent)
-    conditional_writes: bool = True
+    #: whether the storage takes conditional (create-only) writes is checked before the
+    #: first window (:meth:`Backend.writer`): some S3 providers refuse If-None-Match
+    checks_conditional_writes: bool = False
 
 
 @frozen(kw_only=True)
@@ -143,6 +144,12 @@ class Backend:
         and after each window.
         """
         return None
+
+    def writer(self, path: str) -> Backend:
+        """The backend that writes to this storage: this one, unless a check (untimed,
+        once per measurement, writing and deleting ``path``) finds the storage refuses
+        conditional writes; then a twin that puts without the condition."""
+        return self
 
     def range_reader(self, path: str) -> Backend:
         """The backend that reads byte ranges of this storage: this one, unless a check of

@@ -45,6 +45,7 @@ class ObstoreBackend(AsyncBackend):
     capabilities = Capabilities(
         splits_uploads=True,
         client_multipart=True,
+        checks_conditional_writes=True,
         min_part_size=5 * MiB,
         max_single_put=5 * GiB,
         confirms_size=True,
@@ -55,8 +56,11 @@ class ObstoreBackend(AsyncBackend):
         fs: fsspec.AbstractFileSystem,
         *,
         range_fallback: Callable[[], AsyncBackend] | None = None,
+        conditional: bool = True,
     ) -> None:
         super().__init__(fs)
+        #: puts are create-only (``mode="create"``: If-None-Match); see :meth:`writer`
+        self.conditional = conditional
         #: builds an s3fs backend for the same storage, for servers whose ranged GETs
         #: obstore refuses (None: no fallback)
         self.range_fallback = range_fallback
@@ -92,6 +96,23 @@ class ObstoreBackend(AsyncBackend):
     def body(self, workload: Workload, part: Part) -> Body:
         return workload.payload_bytes(part.index, part.start, part.stop)
 
+    def writer(self, path: str) -> ObstoreBackend:
+        """This backend, or a twin putting without If-None-Match if the storage refuses it.
+
+        One conditional PUT of an empty object at ``path`` (untimed), deleted after."""
+        from obstore import delete, put
+
+        store, key = self._store(path)
+        try:
+            put(store, key, b"", mode="create")
+        except Exception as exc:
+            text = str(exc)
+            if "NotImplemented" not in text and "501" not in text:
+                raise
+            return ObstoreBackend(self.fs, range_fallback=self.range_fallback, conditional=False)
+        delete(store, key)
+        return self
+
     def range_reader(self, path: str) -> AsyncBackend:
         """The backend that reads byte ranges of this storage, checked once with one
         untimed 1-byte ranged GET of ``path``: this one, or the s3fs fallback."""
@@ -121,9 +142,10 @@ class ObstoreBackend(AsyncBackend):
             if not isinstance(body, bytes | bytearray | memoryview):
                 raise TypeError(f"obstore puts bytes here, not {type(body).__name__}")
             data = body
+            mode = "create" if self.conditional else "overwrite"
 
             async def put() -> Outcome:
-                await store.put_async(key, data, use_multipart=False, mode="create")
+                await store.put_async(key, data, use_multipart=False, mode=mode)
                 return Outcome(sent=len(data))
 
             return AsyncJob(kind, put)

@@ -11,6 +11,7 @@ by itself are counted through its ``needs-retry`` event.
 
 from __future__ import annotations
 
+import errno
 import io
 from collections.abc import Sequence
 from typing import Any
@@ -38,7 +39,14 @@ _NOT_IMPLEMENTED = ("NotImplemented", "501")
 
 
 def refuses_conditional_write(exc: BaseException) -> bool:
-    """True when ``exc`` says the storage does not implement conditional writes."""
+    """True when ``exc`` (or the botocore error it wraps) says the storage does not
+    implement conditional writes: code NotImplemented or HTTP 501 (s3fs raises it as
+    ``OSError(ENOSYS)`` from the ClientError)."""
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and cause is not exc and refuses_conditional_write(cause):
+        return True
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSYS:
+        return True
     response = getattr(exc, "response", None)
     if isinstance(response, dict):
         error = response.get("Error", {})
@@ -67,6 +75,7 @@ class S3Backend(AsyncBackend):
     capabilities = Capabilities(
         splits_uploads=True,
         reads_into=True,
+        checks_conditional_writes=True,
         min_part_size=5 * MiB,
         max_single_put=5 * GiB,
         confirms_size=True,
@@ -80,13 +89,21 @@ class S3Backend(AsyncBackend):
         #: (connecting is I/O: it happens in check_root, before the first window)
         self._retries: list[int] | None = None
 
-    def without_conditional_writes(self) -> S3Backend:
-        """The same client, putting without If-None-Match (a new backend; this one is kept)."""
-        twin = S3Backend.__new__(S3Backend)
-        twin.fs = self.fs
-        twin.conditional = False
-        twin._retries = self._retries
-        return twin
+    def writer(self, path: str) -> S3Backend:
+        """This backend, or a twin putting without If-None-Match if the storage refuses it.
+
+        One conditional PUT of an empty object at ``path`` (untimed), deleted after."""
+        bucket, key, _ = self.fs.split_path(path)
+        try:
+            self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=b"", IfNoneMatch="*")
+        except Exception as exc:
+            if not refuses_conditional_write(exc):
+                raise
+            twin = S3Backend(self.fs, conditional=False)
+            twin._retries = self._retries
+            return twin
+        self.fs.rm_file(path)
+        return self
 
     def _watch(self, client: Any) -> None:
         """Count the attempts botocore retries (5xx, throttling, dropped connections)."""
