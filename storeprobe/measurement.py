@@ -16,6 +16,12 @@ The layout (how the workload is cut into requests) is decided once, before any I
 happens, a ``finally`` deletes every name the measurement recorded and removes the
 prefix. Failures become error notices of the Result; cleanup that cannot finish becomes
 a ``cleanup-incomplete`` warning naming what was left.
+
+At about 480 lines this module is longer than most: it is the probe's method in one
+place (the repeat loop, the cleanup bookkeeping and the untimed steps around each
+window), so it can be read against the docs in one sitting. Running a plan is
+:mod:`storeprobe.execution`, the wrappers around jobs :mod:`storeprobe.jobs`, the
+checks :mod:`storeprobe.verification`.
 """
 
 from __future__ import annotations
@@ -24,19 +30,19 @@ import asyncio
 import contextlib
 import os
 import sys
-import threading
 import warnings
-from collections.abc import Callable, Sequence
-from typing import Literal, TypeVar
+from collections.abc import Sequence
+from typing import Literal
 
 from attrs import frozen
-from fsspec.asyn import sync
 from fsspec.callbacks import Callback
 
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backends.base import Landing
 from storeprobe.environment import Environment, endpoint_of
 from storeprobe.errors import StoreProbeWarning, TargetUnreachableError
+from storeprobe.execution import bounded, execute
+from storeprobe.jobs import ABSENT, Wrapper, land_ranges, release_parts, settling, tolerating
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import (
     Layout,
@@ -47,13 +53,12 @@ from storeprobe.planning import (
     head_plan,
     upload_plan,
 )
-from storeprobe.progress import Pump
-from storeprobe.request import AsyncJob, Body, Kind, Outcome, SyncJob
+from storeprobe.request import Body
 from storeprobe.result import Result, Sample
 from storeprobe.staging import Staging
 from storeprobe.stats import stability_notices
 from storeprobe.target import Target
-from storeprobe.transfer import Clock, Meter, Run, run_async, run_sync
+from storeprobe.transfer import Clock, Run
 from storeprobe.verification import (
     VerificationError,
     check_memory,
@@ -67,8 +72,6 @@ from storeprobe.workload import Workload
 __all__ = ["Measurement"]
 
 Backend = AsyncBackend | SyncBackend
-#: called after a job with its plan position and outcome; returns the outcome to keep
-Settle = Callable[[int, Outcome], Outcome]
 _LOCAL = frozenset({"file", "local", "memory"})
 
 
@@ -119,8 +122,8 @@ class Measurement:
         )
         prefix = target.new_prefix()
         try:
-            _bounded(lambda: backend.check_root(target.root), self.timeout)
-            _bounded(lambda: backend.make_prefix(prefix), self.timeout)
+            bounded(lambda: backend.check_root(target.root), self.timeout)
+            bounded(lambda: backend.make_prefix(prefix), self.timeout)
         except Exception as exc:
             raise target.translate(exc, "preparing the run") from None
 
@@ -274,22 +277,14 @@ class Measurement:
         probe_key = f"{prefix}/conditional-write-check"
         written.append(probe_key)
         found: list[object] = []
-        _bounded(lambda: found.append(backend.writer(probe_key)), self.timeout)
+        bounded(lambda: found.append(backend.writer(probe_key)), self.timeout)
         writer = found[0]
         assert isinstance(writer, AsyncBackend | SyncBackend)
         return writer
 
     def _check_absent(self, writer: Backend, names: list[str]) -> None:
         """Untimed: HEAD every name and fail if one exists (writes are unconditional)."""
-        plan = head_plan(names)
-        nothing: list[None] = [None] * len(names)
-        if isinstance(writer, AsyncBackend):
-            bound = writer.bind(plan.phases, nothing, nothing, self.clock)
-            phases = _positioned(bound.phases, _absent_async)
-            sync(writer.fs.loop, run_async, phases, self.streams, self.clock, self.timeout, None)
-        else:
-            sync_bound = writer.bind(plan.phases, nothing, nothing, self.clock)
-            run_sync(_positioned(sync_bound.phases, _absent_sync), self.streams, self.clock)
+        self._execute(writer, head_plan(names), wrap=ABSENT)
 
     def _upload(
         self, backend: Backend, layout: Layout, workload: Workload, names: list[str]
@@ -298,10 +293,10 @@ class Measurement:
         staging = Staging.of_payload(workload, 0) if layout.staged else None
         try:
             bodies = self._bodies(backend, plan, workload, staging)
-            settle = _release_parts(plan, staging) if staging is not None else None
+            wrap = settling(release_parts(plan, staging)) if staging is not None else None
             backend.fs.invalidate_cache()
             before = backend.retries_seen()
-            run = self._execute(backend, plan, bodies, None, timed=True, settle=settle)
+            run = self._execute(backend, plan, bodies=bodies, wrap=wrap, timed=True)
             del bodies
         finally:
             if staging is not None:
@@ -317,8 +312,8 @@ class Measurement:
         staging = Staging.of_payload(workload, 0) if layout.staged else None
         try:
             bodies = self._bodies(backend, plan, workload, staging)
-            settle = _release_parts(plan, staging) if staging is not None else None
-            self._execute(backend, plan, bodies, None, settle=settle)
+            wrap = settling(release_parts(plan, staging)) if staging is not None else None
+            self._execute(backend, plan, bodies=bodies, wrap=wrap)
             del bodies
         finally:
             if staging is not None:
@@ -326,7 +321,7 @@ class Measurement:
         backend.after_upload(names)
         if backend.capabilities.confirms_size:
             heads = head_plan(names)
-            run = self._execute(backend, heads, [None] * len(names), None)
+            run = self._execute(backend, heads)
             check_sizes(heads.requests, run.outcomes, workload.size)
         backend.fs.invalidate_cache()
 
@@ -336,7 +331,7 @@ class Measurement:
         if not layout.split:
             return backend
         found: list[object] = []
-        _bounded(lambda: found.append(backend.range_reader(probe_key)), self.timeout)
+        bounded(lambda: found.append(backend.range_reader(probe_key)), self.timeout)
         reader = found[0]
         assert isinstance(reader, AsyncBackend | SyncBackend)
         return reader
@@ -356,11 +351,9 @@ class Measurement:
                 landings = [prefaulted(r.expected or workload.size) for r in requests]
             else:
                 landings = [None] * len(requests)
-            settle = _land_ranges(plan, staging) if staging is not None else None
+            wrap = settling(land_ranges(plan, staging)) if staging is not None else None
             before = backend.retries_seen()
-            run = self._execute(
-                reader, plan, [None] * len(requests), landings, timed=True, settle=settle
-            )
+            run = self._execute(reader, plan, landings=landings, wrap=wrap, timed=True)
             del landings
             self._check_moved(run, workload)
             if self.verify:
@@ -386,49 +379,24 @@ class Measurement:
         self,
         backend: Backend,
         plan: Plan,
-        bodies: Sequence[Body | None],
-        landings: Sequence[Landing] | None,
         *,
+        bodies: Sequence[Body | None] | None = None,
+        landings: Sequence[Landing] | None = None,
+        wrap: Wrapper | None = None,
         timed: bool = False,
-        settle: Settle | None = None,
-        streams: int | None = None,
+        timeout: float | Literal["probe"] | None = "probe",
     ) -> Run:
-        """Run ``plan`` on ``backend`` with ≤ streams in flight; abort it after a failure."""
-        streams = streams or self.streams
-        landings = landings if landings is not None else [None] * len(bodies)
-        meter = Meter() if timed and self.callback is not None else None
-        if meter is not None:
-            meter.reset(plan.expected_bytes)
-        if isinstance(backend, AsyncBackend):
-            bound = backend.bind(plan.phases, bodies, landings, self.clock)
-            phases = bound.phases if settle is None else _settled_async(bound.phases, settle)
-            try:
-                with _pumping(meter, self.callback), warnings.catch_warnings():
-                    # aiohttp advises streaming bodies over 1 MiB; parts are sent whole on purpose
-                    warnings.filterwarnings("ignore", message="Sending a large body directly")
-                    return sync(  # type: ignore[no-any-return]
-                        backend.fs.loop, run_async, phases, streams, self.clock, self.timeout, meter
-                    )
-            except BaseException as exc:
-                if bound.abort is not None:
-                    with contextlib.suppress(Exception):
-                        sync(backend.fs.loop, bound.abort)
-                cause = exc.__cause__
-                if type(exc).__name__ == "FSTimeoutError" and isinstance(cause, TimeoutError):
-                    raise cause from None  # fsspec's sync() drops the message; keep ours
-                raise
-        sync_bound = backend.bind(plan.phases, bodies, landings, self.clock)
-        sync_phases = (
-            sync_bound.phases if settle is None else _settled_sync(sync_bound.phases, settle)
+        return execute(
+            backend,
+            plan,
+            streams=self.streams,
+            clock=self.clock,
+            timeout=self.timeout if timeout == "probe" else timeout,
+            bodies=bodies,
+            landings=landings,
+            wrap=wrap,
+            callback=self.callback if timed else None,
         )
-        try:
-            with _pumping(meter, self.callback):
-                return run_sync(sync_phases, streams, self.clock, meter)
-        except BaseException:
-            if sync_bound.abort is not None:
-                with contextlib.suppress(Exception):
-                    sync_bound.abort()
-            raise
 
     def _delete(self, names: Sequence[str]) -> list[str]:
         """Delete ``names`` (untimed, ≤ streams at once); return those that remain.
@@ -461,17 +429,7 @@ class Measurement:
             return True
 
         try:
-            if isinstance(backend, AsyncBackend):
-                bound = backend.bind(
-                    plan.phases, [None] * len(names), [None] * len(names), self.clock
-                )
-                phases = _tolerant_async(bound.phases, tolerate, self.timeout)
-                sync(backend.fs.loop, run_async, phases, self.streams, self.clock, None, None)
-            else:
-                sync_bound = backend.bind(
-                    plan.phases, [None] * len(names), [None] * len(names), self.clock
-                )
-                run_sync(_tolerant_sync(sync_bound.phases, tolerate), self.streams, self.clock)
+            self._execute(backend, plan, wrap=tolerating(tolerate, self.timeout), timeout=None)
         except Exception as exc:
             return [f"{name} ({target.describe_error(exc)})" for name in names]
         backend.fs.invalidate_cache()
@@ -485,41 +443,6 @@ _NO_CONDITIONAL_WRITE = Notice(
     "own fresh prefix",
     fix="nothing to do; the figures are of plain PUTs",
 )
-
-
-def _is_missing(exc: BaseException) -> bool:
-    names = {klass.__name__ for klass in type(exc).__mro__}
-    return isinstance(exc, FileNotFoundError) or "NotFoundError" in names
-
-
-def _absent_async(job: AsyncJob, position: int) -> AsyncJob:
-    call = job.call
-
-    async def absent() -> Outcome:
-        try:
-            await call()
-        except Exception as exc:
-            if _is_missing(exc):
-                return Outcome()
-            raise
-        raise FileExistsError(f"object {position} of this repeat already exists")
-
-    return AsyncJob(job.kind, absent)
-
-
-def _absent_sync(job: SyncJob, position: int) -> SyncJob:
-    call = job.call
-
-    def absent() -> Outcome:
-        try:
-            call()
-        except Exception as exc:
-            if _is_missing(exc):
-                return Outcome()
-            raise
-        raise FileExistsError(f"object {position} of this repeat already exists")
-
-    return SyncJob(job.kind, absent)
 
 
 _RANGES_VIA_S3FS = Notice(
@@ -569,166 +492,3 @@ def _sample(run: Run, retries: int | None) -> Sample:
         bytes_sent=int(timings.sent.sum()),
         bytes_received=int(timings.received.sum()),
     )
-
-
-class _pumping:  # noqa: N801 - used as a context manager
-    """Progress from a separate thread while the window runs (nothing when no callback)."""
-
-    def __init__(self, meter: Meter | None, callback: Callback | None) -> None:
-        self.pump = Pump(meter, callback) if meter is not None and callback is not None else None
-
-    def __enter__(self) -> None:
-        if self.pump is not None:
-            self.pump.__enter__()
-
-    def __exit__(self, *exc: object) -> None:
-        if self.pump is not None:
-            self.pump.__exit__(None, None, None)
-
-
-def _release_parts(plan: Plan, staging: Staging) -> Settle:
-    """After each part of a staged upload: unmap its pages (the file keeps them)."""
-    requests = plan.requests
-
-    def settle(position: int, outcome: Outcome) -> Outcome:
-        request = requests[position]
-        if request.kind is Kind.PUT_PART and request.start is not None and request.stop is not None:
-            staging.release(request.start, request.stop)
-        return outcome
-
-    return settle
-
-
-def _land_ranges(plan: Plan, staging: Staging) -> Settle:
-    """After each range of a staged download: its bytes in the file, its pages unmapped.
-
-    A client that returned its own buffer instead of filling the staged view has it
-    copied into the file; the outcome keeps no data (verification reads the file).
-    """
-    requests = plan.requests
-    mapping = staging.view.obj
-
-    def settle(position: int, outcome: Outcome) -> Outcome:
-        request = requests[position]
-        start = request.start or 0
-        stop = request.stop if request.stop is not None else staging.size
-        data = outcome.data
-        if data is not None and not (isinstance(data, memoryview) and data.obj is mapping):
-            size = min(len(data), stop - start)
-            staging.view[start : start + size] = memoryview(data)[:size]
-        staging.release(start, stop)
-        return outcome._replace(data=None)
-
-    return settle
-
-
-def _settled_async(
-    phases: tuple[tuple[AsyncJob, ...], ...], settle: Settle
-) -> tuple[tuple[AsyncJob, ...], ...]:
-    def wrap(job: AsyncJob, position: int) -> AsyncJob:
-        call = job.call
-
-        async def settled() -> Outcome:
-            return settle(position, await call())
-
-        return AsyncJob(job.kind, settled, job.inner)
-
-    return _positioned(phases, wrap)
-
-
-def _settled_sync(
-    phases: tuple[tuple[SyncJob, ...], ...], settle: Settle
-) -> tuple[tuple[SyncJob, ...], ...]:
-    def wrap(job: SyncJob, position: int) -> SyncJob:
-        call = job.call
-        return SyncJob(job.kind, lambda: settle(position, call()), job.inner)
-
-    return _positioned(phases, wrap)
-
-
-_J = TypeVar("_J", AsyncJob, SyncJob)
-
-
-def _positioned(
-    phases: tuple[tuple[_J, ...], ...], wrap: Callable[[_J, int], _J]
-) -> tuple[tuple[_J, ...], ...]:
-    result: list[tuple[_J, ...]] = []
-    position = 0
-    for phase in phases:
-        wrapped: list[_J] = []
-        for job in phase:
-            wrapped.append(wrap(job, position))
-            position += 1
-        result.append(tuple(wrapped))
-    return tuple(result)
-
-
-def _tolerant_async(
-    phases: tuple[tuple[AsyncJob, ...], ...],
-    tolerate: Callable[[int, BaseException | None], bool],
-    timeout: float | None,
-) -> tuple[tuple[AsyncJob, ...], ...]:
-    def wrap(job: AsyncJob, position: int) -> AsyncJob:
-        call = job.call
-
-        async def tolerant() -> Outcome:
-            if not tolerate(position, None):
-                return Outcome()
-            try:
-                await asyncio.wait_for(call(), timeout)
-            except Exception as exc:
-                tolerate(position, exc)
-            return Outcome()
-
-        return AsyncJob(job.kind, tolerant)
-
-    return _positioned(phases, wrap)
-
-
-def _tolerant_sync(
-    phases: tuple[tuple[SyncJob, ...], ...],
-    tolerate: Callable[[int, BaseException | None], bool],
-) -> tuple[tuple[SyncJob, ...], ...]:
-    def wrap(job: SyncJob, position: int) -> SyncJob:
-        call = job.call
-
-        def tolerant() -> Outcome:
-            if not tolerate(position, None):
-                return Outcome()
-            try:
-                call()
-            except Exception as exc:
-                tolerate(position, exc)
-            return Outcome()
-
-        return SyncJob(job.kind, tolerant)
-
-    return _positioned(phases, wrap)
-
-
-def _bounded(call: Callable[[], object], timeout: float | None) -> None:
-    """Run a synchronous preparation step, giving up after ``timeout`` seconds.
-
-    The step runs in a daemon thread: a server that accepts and never answers makes the
-    probe fail with a clear error instead of hanging (the stuck call is abandoned).
-    """
-    if timeout is None:
-        call()
-        return
-    outcome: list[BaseException | None] = []
-
-    def target() -> None:
-        try:
-            call()
-        except BaseException as exc:  # handed to the caller below
-            outcome.append(exc)
-        else:
-            outcome.append(None)
-
-    thread = threading.Thread(target=target, name="storeprobe-prepare", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if not outcome:
-        raise TimeoutError(f"no answer within {timeout:g} s")
-    if outcome[0] is not None:
-        raise outcome[0]

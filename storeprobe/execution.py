@@ -1,0 +1,124 @@
+"""Run a plan on a backend: bind its requests, drive the engine, abort after a failure.
+
+:func:`execute` is the one place where a plan meets a client: the backend binds the
+plan's requests to jobs (with the bodies and landing buffers made before the window),
+an optional :class:`~storeprobe.jobs.Wrapper` wraps each job, and the engine runs them
+on the client's event loop (asynchronous clients) or a thread pool (synchronous ones).
+A failed plan is aborted (a half-done multipart upload, an open file) before the error
+goes on. Progress, when asked, is pumped from another thread (:mod:`storeprobe.progress`).
+
+:func:`bounded` runs one synchronous preparation step with a deadline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+
+from fsspec.asyn import sync
+from fsspec.callbacks import Callback
+
+from storeprobe.backends import AsyncBackend, SyncBackend
+from storeprobe.backends.base import Landing
+from storeprobe.jobs import Wrapper, positioned
+from storeprobe.planning import Plan
+from storeprobe.progress import Pump
+from storeprobe.request import Body
+from storeprobe.transfer import Clock, Meter, Run, run_async, run_sync
+
+__all__ = ["bounded", "execute"]
+
+
+@contextlib.contextmanager
+def _pumping(meter: Meter | None, callback: Callback | None) -> Iterator[None]:
+    if meter is None or callback is None:
+        yield
+        return
+    with Pump(meter, callback):
+        yield
+
+
+def execute(
+    backend: AsyncBackend | SyncBackend,
+    plan: Plan,
+    *,
+    streams: int,
+    clock: Clock,
+    timeout: float | None,
+    bodies: Sequence[Body | None] | None = None,
+    landings: Sequence[Landing] | None = None,
+    wrap: Wrapper | None = None,
+    callback: Callback | None = None,
+) -> Run:
+    """Run ``plan`` on ``backend`` with ≤ ``streams`` requests in flight.
+
+    ``bodies`` and ``landings`` follow the plan's requests (None: none). ``callback``
+    gets the progress of the run's payload bytes, from another thread.
+    """
+    count = len(plan.requests)
+    bodies = bodies if bodies is not None else [None] * count
+    landings = landings if landings is not None else [None] * count
+    meter = None
+    if callback is not None:
+        meter = Meter()
+        meter.reset(plan.expected_bytes)
+    if isinstance(backend, AsyncBackend):
+        bound = backend.bind(plan.phases, bodies, landings, clock)
+        phases = bound.phases if wrap is None else positioned(bound.phases, wrap.for_async)
+        try:
+            with _pumping(meter, callback), warnings.catch_warnings():
+                # aiohttp advises streaming bodies over 1 MiB; parts are sent whole on purpose
+                warnings.filterwarnings("ignore", message="Sending a large body directly")
+                return sync(  # type: ignore[no-any-return]
+                    backend.fs.loop, run_async, phases, streams, clock, timeout, meter
+                )
+        except BaseException as exc:
+            if bound.abort is not None:
+                with contextlib.suppress(Exception):
+                    sync(backend.fs.loop, bound.abort)
+            cause = exc.__cause__
+            if type(exc).__name__ == "FSTimeoutError" and isinstance(cause, TimeoutError):
+                raise cause from None  # fsspec's sync() drops the message; keep ours
+            raise
+    sync_bound = backend.bind(plan.phases, bodies, landings, clock)
+    sync_phases = (
+        sync_bound.phases if wrap is None else positioned(sync_bound.phases, wrap.for_sync)
+    )
+    try:
+        with _pumping(meter, callback):
+            return run_sync(sync_phases, streams, clock, meter)
+    except BaseException:
+        if sync_bound.abort is not None:
+            with contextlib.suppress(Exception):
+                sync_bound.abort()
+        raise
+
+
+def bounded(call: Callable[[], object], timeout: float | None) -> None:
+    """Run a synchronous preparation step, giving up after ``timeout`` seconds.
+
+    The step runs in a daemon thread: a server that accepts and never answers makes the
+    probe fail with a clear error instead of hanging (the stuck call is abandoned).
+    """
+    if timeout is None:
+        call()
+        return
+    outcome: list[BaseException | None] = []
+
+    def target() -> None:
+        try:
+            call()
+        except BaseException as exc:  # handed to the caller below
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    thread = threading.Thread(target=target, name="storeprobe-prepare", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not outcome:
+        raise TimeoutError(f"no answer within {timeout:g} s")
+    if outcome[0] is not None:
+        raise outcome[0]
