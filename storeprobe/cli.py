@@ -280,7 +280,6 @@ class _Bars:
             "leave": False,
             "file": sys.stderr,
             "mininterval": 0.1,
-            "dynamic_ncols": True,
         }
         self.callback = TqdmCallback(tqdm_kwargs=self.options)
 
