@@ -1,4 +1,12 @@
-"""Where a measurement was made: host, CPUs, platform, software versions, time, label."""
+"""Where a measurement was made: host, CPU, memory, OS, software, time, label, endpoint.
+
+:meth:`Environment.capture` reads the machine (CPU model, memory, operating system,
+package versions) and, for a remote target, the endpoint's ``host:port`` and the
+round-trip time to it: the median of five TCP connects, measured before the probe's
+timed window and never inside it. :func:`endpoint_of` finds that endpoint in a URL and
+its fsspec ``storage_options`` (S3, GCS, Azure Blob, SFTP, HTTP) without keeping any
+credential, path or query.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +15,18 @@ import importlib.metadata
 import os
 import platform
 import socket
+import statistics
 import sys
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from attrs import field, frozen
 
 from storeprobe.errors import ConfigurationError
 
-__all__ = ["Environment", "check_label"]
+__all__ = ["Connect", "Environment", "check_label", "endpoint_address", "endpoint_of"]
 
 _PACKAGES = (
     "storeprobe",
@@ -29,6 +41,17 @@ _PACKAGES = (
     "botocore",
 )
 MAX_LABEL = 64
+#: TCP connects whose median is the round-trip time.
+RTT_CONNECTS = 5
+#: Seconds one connect may take before the round trip is given up (``rtt_note`` says so).
+RTT_TIMEOUT = 3.0
+
+#: Opens a TCP connection to ``(address, port)`` within ``timeout`` seconds, like
+#: :func:`socket.create_connection`; the returned socket is closed at once.
+Connect = Callable[[tuple[str, int], float], socket.socket]
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_LOCAL_PROTOCOLS = frozenset({"", "file", "local", "memory"})
 
 
 def check_label(label: str | None) -> str | None:
@@ -60,9 +83,218 @@ def _versions() -> dict[str, str]:
     return versions
 
 
+# -- the machine ------------------------------------------------------------------------
+def _cpu_model() -> str | None:
+    """The CPU's marketing name: ``model name`` in /proc/cpuinfo, else the platform's."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Hardware", "cpu model") and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or None
+
+
+def _memory_bytes() -> int | None:
+    """Total physical memory in bytes: ``MemTotal`` of /proc/meminfo, else sysconf."""
+    try:
+        with open("/proc/meminfo", encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("MemTotal:"):
+                    number, unit = line.split()[1:3]
+                    if unit.lower() == "kb":
+                        return int(number) * 1024
+    except (OSError, ValueError):
+        pass
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES")
+        page_size = os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return None
+    return pages * page_size if pages > 0 and page_size > 0 else None
+
+
+def _operating_system() -> str:
+    """The distribution or OS name and the kernel, e.g. ``Debian GNU/Linux 12 (bookworm),
+    Linux 6.1.0``; ``platform.system()`` and ``release()`` where no name is known."""
+    kernel = f"{platform.system()} {platform.release()}".strip()
+    name: str | None = None
+    if sys.platform.startswith("linux"):
+        try:
+            name = platform.freedesktop_os_release().get("PRETTY_NAME")
+        except OSError:
+            name = None
+    elif sys.platform == "darwin" and platform.mac_ver()[0]:
+        name = f"macOS {platform.mac_ver()[0]}"
+    elif sys.platform == "win32":
+        name = f"Windows {platform.win32_ver()[0]}".strip()
+    return f"{name}, {kernel}" if name else kernel
+
+
+# -- the endpoint -----------------------------------------------------------------------
+def endpoint_address(address: str, default_port: int | None = None) -> str | None:
+    """``host:port`` of a URL or ``host[:port]``, with no user, password, path or query.
+
+    The port is the URL's, else 80 for ``http://``, 443 for ``https://``, else
+    ``default_port``. IPv6 hosts come back in brackets (``[::1]:9000``). None when no
+    host or no port can be told.
+    """
+    text = address.strip()
+    if not text:
+        return None
+    parts = urlsplit(text if "://" in text else "//" + text)
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is not a number in 0-65535
+        return None
+    if port is None:
+        port = _DEFAULT_PORTS.get(parts.scheme.lower(), default_port)
+    if not host or port is None:
+        return None
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _connection_string_endpoint(connection_string: str) -> str | None:
+    """The Blob endpoint of an Azure connection string; the key in it is never read."""
+    fields: dict[str, str] = {}
+    for item in connection_string.split(";"):
+        key, sep, value = item.partition("=")
+        if sep:
+            fields[key.strip().lower()] = value.strip()
+    if fields.get("usedevelopmentstorage", "").lower() == "true":
+        return "127.0.0.1:10000"  # Azurite's blob port, what the Azure SDK assumes
+    if fields.get("blobendpoint"):
+        return endpoint_address(fields["blobendpoint"])
+    account = fields.get("accountname")
+    if account:
+        suffix = fields.get("endpointsuffix") or "core.windows.net"
+        scheme = fields.get("defaultendpointsprotocol") or "https"
+        return endpoint_address(f"{scheme}://{account}.blob.{suffix}")
+    return None
+
+
+def endpoint_of(
+    url: str,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> str | None:
+    """The ``host:port`` a remote target's requests go to, or None (local, or unknown).
+
+    - ``s3://``: ``endpoint_url`` or ``client_kwargs.endpoint_url``, else
+      ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL``, else AWS
+      (``s3.<region>.amazonaws.com:443`` with ``client_kwargs.region_name``, else
+      ``s3.amazonaws.com:443``);
+    - ``gs://``/``gcs://``: ``endpoint_url``, else ``STORAGE_EMULATOR_HOST``, else
+      ``storage.googleapis.com:443``;
+    - ``az://``/``abfs://``/``abfss://``: ``account_url``, else the ``BlobEndpoint`` (or
+      account name) of ``connection_string``, else ``<account_name>.blob.core.windows.net:443``;
+      the same from ``AZURE_STORAGE_CONNECTION_STRING`` / ``AZURE_STORAGE_ACCOUNT_NAME``;
+    - ``sftp://``/``ssh://``: the URL's host (or ``host``) and ``port`` (default 22);
+    - ``http://``/``https://``: the URL's host and port.
+
+    ``environ`` defaults to ``os.environ``. Credentials, paths and queries never appear
+    in the answer.
+    """
+    options: Mapping[str, Any] = storage_options or {}
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    scheme, sep, _ = url.partition("://")
+    protocol = scheme.lower() if sep else "file"
+    client_kwargs = options.get("client_kwargs")
+    client: Mapping[str, Any] = client_kwargs if isinstance(client_kwargs, Mapping) else {}
+
+    def first(*values: Any) -> str | None:
+        for value in values:
+            if isinstance(value, str) and value.strip():
+                return value
+        return None
+
+    if protocol in _LOCAL_PROTOCOLS:
+        return None
+    if protocol in ("s3", "s3a"):
+        given = first(
+            options.get("endpoint_url"),
+            client.get("endpoint_url"),
+            env.get("AWS_ENDPOINT_URL_S3"),
+            env.get("AWS_ENDPOINT_URL"),
+        )
+        if given:
+            return endpoint_address(given, 443)
+        region = first(client.get("region_name"), options.get("region_name"))
+        return f"s3.{region.strip()}.amazonaws.com:443" if region else "s3.amazonaws.com:443"
+    if protocol in ("gs", "gcs"):
+        given = first(options.get("endpoint_url"), env.get("STORAGE_EMULATOR_HOST"))
+        return endpoint_address(given, 443) if given else "storage.googleapis.com:443"
+    if protocol in ("az", "abfs", "abfss", "adl"):
+        account_url = first(options.get("account_url"))
+        if account_url:
+            return endpoint_address(account_url, 443)
+        connection_string = first(
+            options.get("connection_string"), env.get("AZURE_STORAGE_CONNECTION_STRING")
+        )
+        if connection_string:
+            return _connection_string_endpoint(connection_string)
+        account = first(options.get("account_name"), env.get("AZURE_STORAGE_ACCOUNT_NAME"))
+        return endpoint_address(f"{account.strip()}.blob.core.windows.net:443") if account else None
+    if protocol in ("sftp", "ssh"):
+        from_url = urlsplit(url)
+        try:
+            url_port = from_url.port
+        except ValueError:
+            return None
+        host = first(options.get("host")) or from_url.hostname
+        port = options.get("port") or url_port or 22
+        if not host or not isinstance(port, int) or isinstance(port, bool):
+            return None
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if protocol in ("http", "https"):
+        return endpoint_address(url)
+    return None
+
+
+def _round_trip(endpoint: str, connect: Connect) -> tuple[float | None, str | None]:
+    """Median seconds of :data:`RTT_CONNECTS` TCP connects to ``endpoint``, or (None, why).
+
+    The name is resolved once, before any connect is timed, so the figure holds no DNS
+    lookup. The first failed connect ends the measurement.
+    """
+    host, _, port_text = endpoint.rpartition(":")
+    host = host.strip("[]")
+    try:
+        port = int(port_text)
+        resolved = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (ValueError, OSError) as exc:
+        return None, f"could not resolve {endpoint}: {type(exc).__name__}"
+    address = (str(resolved[0][4][0]), port)
+    times: list[float] = []
+    for _ in range(RTT_CONNECTS):
+        started = time.perf_counter_ns()
+        try:
+            connection = connect(address, RTT_TIMEOUT)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            return None, f"TCP connect to {endpoint} failed: {reason}"
+        elapsed = time.perf_counter_ns() - started
+        connection.close()
+        times.append(elapsed / 1e9)
+    return statistics.median(times), None
+
+
+def _create_connection(address: tuple[str, int], timeout: float) -> socket.socket:
+    return socket.create_connection(address, timeout=timeout)
+
+
 @frozen(kw_only=True)
 class Environment:
-    """The machine and software a Result was measured with. ``capture()`` reads them."""
+    """The machine and software a Result was measured with. ``capture()`` reads them.
+
+    ``memory_bytes`` is total physical memory in bytes; ``rtt_s`` the median TCP connect
+    time to ``endpoint`` in seconds (None for a local target, or when it could not be
+    measured: ``rtt_note`` says why). Fields added after the first release are None when
+    a document written before them is loaded.
+    """
 
     hostname: str
     cpu_count: int
@@ -71,10 +303,37 @@ class Environment:
     packages: dict[str, str] = field(factory=dict, hash=False)
     utc: str = ""
     label: str | None = field(default=None, validator=_validate_label)
+    cpu_model: str | None = None
+    memory_bytes: int | None = None
+    operating_system: str | None = None
+    endpoint: str | None = None
+    rtt_s: float | None = None
+    rtt_note: str | None = None
 
     @classmethod
-    def capture(cls, label: str | None = None) -> Environment:
-        """Read the current host, CPU count, platform, versions and UTC time."""
+    def capture(
+        cls,
+        label: str | None = None,
+        *,
+        endpoint: str | None = None,
+        connect: Connect | None = None,
+    ) -> Environment:
+        """Read the host, CPU, memory, OS, versions and UTC time; for ``endpoint`` (a URL
+        such as ``http://127.0.0.1:9031`` or ``host:port``, e.g. from :func:`endpoint_of`)
+        also keep its ``host:port`` and measure the round-trip time.
+
+        The round trip is the median of five TCP connects, each given up after
+        :data:`RTT_TIMEOUT` seconds. Call this outside any timed window. ``connect``
+        replaces :func:`socket.create_connection` (for tests).
+        """
+        checked = check_label(label)
+        address = rtt = note = None
+        if endpoint is not None:
+            address = endpoint_address(endpoint)
+            if address is None:
+                note = "no host and port in the endpoint"
+            else:
+                rtt, note = _round_trip(address, connect or _create_connection)
         return cls(
             hostname=socket.gethostname(),
             cpu_count=os.cpu_count() or 0,
@@ -82,7 +341,13 @@ class Environment:
             python=sys.version.split()[0],
             packages=_versions(),
             utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            label=check_label(label),
+            label=checked,
+            cpu_model=_cpu_model(),
+            memory_bytes=_memory_bytes(),
+            operating_system=_operating_system(),
+            endpoint=address,
+            rtt_s=rtt,
+            rtt_note=note,
         )
 
     @property
@@ -91,7 +356,7 @@ class Environment:
         return self.label or self.hostname
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of every field."""
+        """A JSON-ready dict of every field (``memory_bytes`` in bytes, ``rtt_s`` in s)."""
         return {
             "hostname": self.hostname,
             "cpu_count": self.cpu_count,
@@ -100,9 +365,15 @@ class Environment:
             "packages": dict(self.packages),
             "utc": self.utc,
             "label": self.label,
+            "cpu_model": self.cpu_model,
+            "memory_bytes": self.memory_bytes,
+            "operating_system": self.operating_system,
+            "endpoint": self.endpoint,
+            "rtt_s": self.rtt_s,
+            "rtt_note": self.rtt_note,
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Environment:
-        """Inverse of :meth:`to_dict`."""
+    def from_dict(cls, data: Mapping[str, Any]) -> Environment:
+        """Inverse of :meth:`to_dict`; keys a document predates are None."""
         return cls(**data)

@@ -14,19 +14,20 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import importlib.util
 import os
 import re
 import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
 import fsspec
 from attrs import define, field
 from fsspec.core import split_protocol, url_to_fs
 from fsspec.registry import known_implementations
 
-from storeprobe.backends import Backend, ObstoreBackend, backend_for
+from storeprobe.backends import AsyncBackend, SyncBackend, backend_for
+from storeprobe.backends.s3 import S3_CLIENTS, open_obstore
 from storeprobe.errors import (
     ConfigurationError,
     MissingDependencyError,
@@ -37,7 +38,6 @@ from storeprobe.errors import (
     TargetUnreachableError,
 )
 from storeprobe.redaction import redact_options, redact_url, scrub, scrub_patterns, secret_values
-from storeprobe.s3_clients import S3_CLIENTS, obstore_filesystem, s3fs_backend
 
 __all__ = ["EXTRAS", "Target", "describe_error", "translate_error"]
 
@@ -117,7 +117,10 @@ class Target:
     _secrets: tuple[str, ...] = field(factory=tuple, repr=False)
     #: secrets resolved later (credentials botocore finds when obstore signs a request)
     _secret_source: Callable[[], tuple[str, ...]] | None = field(default=None, repr=False)
-    backend: Backend = field(init=False, repr=False)
+    #: the client family that makes the requests (by default picked from ``fs``'s class)
+    backend: AsyncBackend | SyncBackend = field(
+        default=attrs.Factory(lambda self: backend_for(self.fs), takes_self=True), repr=False
+    )
 
     @root.validator
     def _check_root(self, _: Any, value: str) -> None:
@@ -139,7 +142,8 @@ class Target:
             self.url = f"{self.protocol}://{self.root}"
         if not self._secrets:  # a filesystem built by the caller: its own options
             self._secrets = secret_values(getattr(self.fs, "storage_options", None) or {})
-        self.backend = backend_for(self.fs)
+        if self.backend.fs is not self.fs:
+            raise ConfigurationError("backend must drive the target's own filesystem")
 
     @classmethod
     def from_url(
@@ -184,21 +188,18 @@ class Target:
                 "implementation: leave client at 'auto'"
             )
         if protocol in ("s3", "s3a") and client != "s3fs":
-            opened = obstore_filesystem(options, required=client == "obstore")
+            opened = open_obstore(options, required=client == "obstore")
             if opened is not None:
-                store, credentials = opened
-                target = cls(
-                    store,
+                backend, credentials = opened
+                return cls(
+                    backend.fs,
                     url.split("://", 1)[1].rstrip("/"),
                     url=redact_url(url),
                     options=redact_options(options),
                     secrets=secret_list,
                     secret_source=None if credentials is None else lambda: credentials.secrets,
+                    backend=backend,
                 )
-                assert isinstance(target.backend, ObstoreBackend)
-                if importlib.util.find_spec("s3fs") is not None:
-                    target.backend.range_fallback = lambda: s3fs_backend(options)
-                return target
         kwargs = {"skip_instance_cache": True, **options}
         if protocol in _LISTING_CACHED:
             kwargs.setdefault("use_listings_cache", False)
@@ -240,7 +241,7 @@ class Target:
     @property
     def client(self) -> str:
         """The storage client this target measures through (the backend's name)."""
-        return self.backend.name
+        return self.backend.client
 
     @property
     def protocol(self) -> str:
@@ -263,8 +264,21 @@ class Target:
         return describe_error(exc, self.scrub)
 
     def translate(self, exc: BaseException, action: str) -> StoreProbeError:
-        """Map a backend exception to a :class:`TargetError` subclass, secrets scrubbed."""
-        return translate_error(exc, f"{action} on {self.url}", self.scrub)
+        """Map a backend exception to a :class:`TargetError` subclass, secrets scrubbed.
+
+        The backend's own mapping (its error codes or classes) is asked first."""
+        where = f"{action} on {self.url}"
+        kind = self.backend.classify(exc)
+        if kind is not None and not isinstance(exc, StoreProbeError):
+            hint = _HINTS.get(kind, "")
+            return kind(f"{where}: {self.describe_error(exc)}{hint}")
+        return translate_error(exc, where, self.scrub)
+
+
+_HINTS: dict[type[TargetError], str] = {
+    TargetNotFoundError: ". Check the bucket, container or path exists",
+    TargetPermissionError: ". Check the credentials and their permissions",
+}
 
 
 def describe_error(exc: BaseException, scrubber: Callable[[str], str]) -> str:

@@ -53,7 +53,9 @@ def _positive_size(_: object, attribute: attrs.Attribute[int], value: int) -> No
         )
 
 
-def _valid_seed(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+def _valid_seed(_: object, attribute: attrs.Attribute[int | None], value: int | None) -> None:
+    if value is None:
+        return
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
         raise ConfigurationError(f"seed must be an int in [0, 2**63), not {value!r}")
 
@@ -75,21 +77,22 @@ class Workload:
 
     count: int = field(validator=_positive_count)
     size: int = field(converter=parse_size, validator=_positive_size)
-    seed: int = field(default=0, validator=_valid_seed)
+    #: None: a probe gives each run a fresh random seed (generating directly uses 0)
+    seed: int | None = field(default=None, validator=_valid_seed)
     name: str | None = field(default=None, validator=_valid_name)
 
     @classmethod
-    def small(cls, *, seed: int = 0) -> Workload:
+    def small(cls, *, seed: int | None = None) -> Workload:
         """256 objects of 16 KiB (4 MiB in all): the many-small-files probe."""
         return cls(count=256, size=16 * KiB, seed=seed, name="small")
 
     @classmethod
-    def large(cls, *, seed: int = 0) -> Workload:
+    def large(cls, *, seed: int | None = None) -> Workload:
         """One object of 256 MiB: the one-big-file probe."""
         return cls(count=1, size=256 * MiB, seed=seed, name="large")
 
     @classmethod
-    def parse(cls, spec: str, *, seed: int = 0) -> Workload:
+    def parse(cls, spec: str, *, seed: int | None = None) -> Workload:
         """Build a workload from ``"small"``, ``"large"`` or ``"COUNTxSIZE"`` (``"10x1MiB"``)."""
         if spec == "small":
             return cls.small(seed=seed)
@@ -139,7 +142,7 @@ class Workload:
             block, offset = divmod(position, GENERATION_BLOCK)
             take = min(GENERATION_BLOCK - offset, stop - position)
             words = -(-(offset + take) // 8)
-            generator = np.random.SFC64(np.random.SeedSequence([_DOMAIN, self.seed, index, block]))
+            generator = np.random.SFC64(np.random.SeedSequence([_DOMAIN, self.seed or 0, index, block]))
             raw = generator.random_raw(words).view(np.uint8)
             target[position - start : position - start + take] = raw[offset : offset + take]
             position += take
@@ -197,6 +200,10 @@ class Workload:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: count, size in bytes, seed, name."""
         return {"count": self.count, "size": self.size, "seed": self.seed, "name": self.name}
+
+    def with_seed(self, seed: int) -> Workload:
+        """The same workload generating its bytes from ``seed``."""
+        return attrs.evolve(self, seed=seed)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Workload:

@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 python -m pip install -q -e '.[dev]'
 if [ ! -x node_modules/.bin/azurite-blob ]; then
-  npm install --no-audit --no-fund --loglevel=error
+  # npm ci installs exactly what package-lock.json pins and never rewrites it
+  npm ci --no-audit --no-fund --loglevel=error
 fi
 # sshd for SFTP; ip/tc (iproute2) for the shaped-link accuracy tests; chattr (e2fsprogs)
 # for the read-only-directory test

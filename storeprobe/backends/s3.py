@@ -1,5 +1,7 @@
 """Which client measures an ``s3://`` URL: obstore when it can, s3fs otherwise.
 
+This is the S3 client choice; the clients themselves are :mod:`.obstore` and :mod:`.s3fs`.
+
 ``storage_options`` for ``s3://`` are s3fs's (``key``, ``secret``, ``token``, ``anon``,
 ``profile``, ``endpoint_url``, ``client_kwargs={"endpoint_url", "region_name"}``). With
 ``client="auto"`` they are translated to obstore's S3 store when obstore is installed
@@ -19,17 +21,19 @@ faster than s3fs against the same server (``docs/benchmarks.md``).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import importlib.util
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-import fsspec
 from fsspec.core import url_to_fs
 
-from storeprobe.backends import Backend, backend_for
+from storeprobe.backends.base import AsyncBackend
+from storeprobe.backends.obstore import ObstoreBackend
+from storeprobe.backends.s3fs import S3Backend
 from storeprobe.errors import ConfigurationError, MissingDependencyError
 
-__all__ = ["S3_CLIENTS", "BotocoreCredentials", "obstore_filesystem", "s3fs_backend"]
+__all__ = ["S3_CLIENTS", "BotocoreCredentials", "open_obstore", "s3fs_backend"]
 
 #: The clients an ``s3://`` URL can be measured through.
 S3_CLIENTS = ("auto", "obstore", "s3fs")
@@ -130,11 +134,13 @@ def _translate(
     return config, provider, None
 
 
-def obstore_filesystem(
+def open_obstore(
     options: Mapping[str, Any], *, required: bool
-) -> tuple[fsspec.AbstractFileSystem, BotocoreCredentials | None] | None:
-    """obstore's fsspec store for s3fs-style ``options`` (and its credential provider),
-    or None when ``auto`` should use s3fs; with ``required`` a clear error instead."""
+) -> tuple[ObstoreBackend, BotocoreCredentials | None] | None:
+    """An obstore backend for s3fs-style ``options`` (and its credential provider), or
+    None when ``auto`` should use s3fs; with ``required`` a clear error instead.
+
+    Its ranged reads fall back to s3fs for the same options when s3fs is installed."""
     if importlib.util.find_spec("obstore") is None:
         if required:
             raise MissingDependencyError(
@@ -166,12 +172,15 @@ def obstore_filesystem(
         skip_instance_cache=True,
         **extra,
     )
-    return fs, provider
+    fallback: Callable[[], AsyncBackend] | None = None
+    if importlib.util.find_spec("s3fs") is not None:
+        fallback = functools.partial(s3fs_backend, dict(options))
+    return ObstoreBackend(fs, range_fallback=fallback), provider
 
 
-def s3fs_backend(options: Mapping[str, Any]) -> Backend:
+def s3fs_backend(options: Mapping[str, Any]) -> S3Backend:
     """An s3fs backend for the same options (s3fs must be installed)."""
     fs, _ = url_to_fs(
         "s3://", **{"skip_instance_cache": True, "use_listings_cache": False, **options}
     )
-    return backend_for(fs)
+    return S3Backend(fs)

@@ -1,0 +1,140 @@
+"""adlfs: one request per call (``max_concurrency=1``), staged blocks for split uploads.
+
+A split upload is ``Put Block`` × N in flight, then ``Put Block List`` (create-only:
+``If-None-Match: *``). Whole-object writes are create-only (``overwrite=False``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from storeprobe.backends.base import AsyncBackend, AsyncBound, Capabilities, Landing, check_bucket
+from storeprobe.backends.fsspec import unsupported
+from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Request
+from storeprobe.transfer import Clock
+from storeprobe.units import MiB
+from storeprobe.workload import Workload
+
+__all__ = ["AzureBackend"]
+
+
+def _bytes(body: Body | None) -> bytes | bytearray | memoryview:
+    if not isinstance(body, bytes | bytearray | memoryview):
+        raise TypeError(f"adlfs sends bytes, not {type(body).__name__}")
+    return body
+
+
+class AzureBackend(AsyncBackend):
+    """adlfs (see the module docstring)."""
+
+    name = "adlfs"
+    protocols = ("abfs", "abfss", "az")
+    extra = "azure"
+    capabilities = Capabilities(
+        splits_uploads=True, multipart_create=False, min_part_size=1 * MiB
+    )
+
+    def check_root(self, root: str) -> None:
+        check_bucket(root, self.fs.info, "container", "abfs://CONTAINER[/PREFIX]")
+
+    def make_prefix(self, prefix: str) -> None:
+        return None
+
+    def remove_prefix(self, prefix: str) -> None:
+        self.fs.invalidate_cache()
+
+    def body(self, workload: Workload, part: Part) -> Body:
+        """``bytes``: the Azure SDK cannot upload a bytearray."""
+        return workload.payload_bytes(part.index, part.start, part.stop)
+
+    def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        fs, path, kind = self.fs, request.key, request.kind
+        if kind is Kind.PUT:
+            data = _bytes(body)
+
+            async def put() -> Outcome:
+                await fs._pipe_file(path, data, overwrite=False, max_concurrency=1)
+                return Outcome(sent=len(data))
+
+            return AsyncJob(kind, put)
+        if kind is Kind.GET:
+            start, stop = request.start, request.stop
+
+            async def get() -> Outcome:
+                data = await fs._cat_file(path, start=start, end=stop, max_concurrency=1)
+                return Outcome(received=len(data), data=data)
+
+            return AsyncJob(kind, get)
+        if kind is Kind.HEAD:
+
+            async def head() -> Outcome:
+                return Outcome(size=int((await fs._info(path))["size"]))
+
+            return AsyncJob(kind, head)
+        if kind is Kind.LIST:
+
+            async def listing() -> Outcome:
+                return Outcome(size=len(await fs._ls(path, detail=False)))
+
+            return AsyncJob(kind, listing)
+        if kind is Kind.DELETE:
+
+            async def delete() -> Outcome:
+                await fs._rm_file(path)
+                return Outcome()
+
+            return AsyncJob(kind, delete)
+        raise unsupported(self.name, request)
+
+    def bind(
+        self,
+        phases: Sequence[Sequence[Request]],
+        bodies: Sequence[Body | None],
+        landings: Sequence[Landing],
+        clock: Clock,
+    ) -> AsyncBound:
+        """Jobs for ``phases``; a block list names the blocks its parts staged."""
+        requests = [request for phase in phases for request in phase]
+        if not any(r.kind is Kind.PUT_PART for r in requests):
+            return super().bind(phases, bodies, landings, clock)
+        service = self.fs.service_client
+        blocks: dict[str, list[str]] = {}
+        for request in requests:
+            if request.kind is Kind.PUT_PART:
+                number = request.part_number or 1
+                blocks.setdefault(request.key, []).append(f"{number:08d}".encode().hex())
+
+        def step(request: Request, body: Body | None, into: Landing) -> AsyncJob:
+            container, blob, _ = self.fs.split_path(request.key)
+            if request.kind is Kind.PUT_PART:
+                data = _bytes(body)
+                block_id = f"{request.part_number or 1:08d}".encode().hex()
+
+                async def stage() -> Outcome:
+                    # the SDK takes bytes, not views: a staged part is copied here (in the window)
+                    sent = bytes(data) if isinstance(data, memoryview) else data
+                    async with service.get_blob_client(container, blob) as client:
+                        await client.stage_block(block_id, sent, length=len(sent))
+                    return Outcome(sent=len(data))
+
+                return AsyncJob(request.kind, stage)
+            if request.kind is Kind.COMPLETE_MULTIPART:
+                names = blocks[request.key]
+
+                async def commit() -> Outcome:
+                    from azure.core import MatchConditions
+
+                    async with service.get_blob_client(container, blob) as client:
+                        await client.commit_block_list(
+                            names, match_condition=MatchConditions.IfMissing
+                        )
+                    return Outcome()
+
+                return AsyncJob(request.kind, commit)
+            return self.job(request, body, into, clock)
+
+        jobs = iter(
+            step(request, body, into)
+            for request, body, into in zip(requests, bodies, landings, strict=True)
+        )
+        return AsyncBound(phases=tuple(tuple(next(jobs) for _ in phase) for phase in phases))

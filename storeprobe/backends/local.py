@@ -1,0 +1,204 @@
+"""``file://``: POSIX calls, create-only writes, fsync, and page-cache eviction.
+
+An upload counts until the data is on disk: each object is written with
+``O_CREAT | O_EXCL`` and fsynced inside the timed window. Before a timed download the
+files are evicted from the page cache with ``posix_fadvise(POSIX_FADV_DONTNEED)``.
+Reads fill the buffer the probe prepared before the window. One object's upload is
+split as create (open, size) → parts (``pwrite`` at their offsets) → complete (fsync).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from storeprobe.backends.base import Capabilities, Landing, SyncBackend, SyncBound
+from storeprobe.backends.fsspec import unsupported
+from storeprobe.request import Body, Kind, Outcome, Request, SyncJob
+from storeprobe.transfer import Clock
+
+__all__ = ["LocalBackend", "evict_from_page_cache"]
+
+_HEAD = 64 * 1024  # bytes read before the first-byte mark
+
+
+def _buffer(body: Body | None) -> memoryview:
+    if not isinstance(body, bytes | bytearray | memoryview):
+        raise TypeError(f"the local backend writes bytes, not {type(body).__name__}")
+    return memoryview(body)
+
+
+def _write_all(fd: int, view: memoryview, offset: int | None = None) -> None:
+    while view:
+        written = os.write(fd, view) if offset is None else os.pwrite(fd, view, offset)
+        view = view[written:]
+        if offset is not None:
+            offset += written
+
+
+def _read_whole(path: str, into: Landing, clock: Clock) -> Outcome:
+    with open(path, "rb", buffering=0) as handle:
+        if into is None:
+            head = handle.read(_HEAD)
+            first_byte = clock()
+            rest = handle.read()
+            data = head + rest if rest else head
+            return Outcome(received=len(data), first_byte_ns=first_byte, data=data)
+        view = memoryview(into)
+        filled = handle.readinto(view[:_HEAD]) or 0
+        first_byte = clock()
+        while filled < len(view):
+            got = handle.readinto(view[filled:])
+            if not got:
+                break
+            filled += got
+        extra = handle.read()  # anything beyond what was written
+    if extra:
+        data = bytes(view[:filled]) + extra
+        return Outcome(received=len(data), first_byte_ns=first_byte, data=data)
+    return Outcome(received=filled, first_byte_ns=first_byte, data=view[:filled])
+
+
+def _read_range(path: str, start: int, stop: int, into: Landing) -> Outcome:
+    view = memoryview(into if into is not None else bytearray(stop - start))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        filled = 0
+        while filled < len(view):
+            got = os.preadv(fd, [view[filled:]], start + filled)
+            if not got:
+                break
+            filled += got
+    finally:
+        os.close(fd)
+    return Outcome(received=filled, data=view[:filled])
+
+
+class LocalBackend(SyncBackend):
+    """The local disk through POSIX calls (see the module docstring)."""
+
+    name = "local"
+    protocols = ("file", "local")
+    capabilities = Capabilities(splits_uploads=True, reads_into=True)
+
+    def make_prefix(self, prefix: str) -> None:
+        os.mkdir(prefix)
+
+    def remove_prefix(self, prefix: str) -> None:
+        os.rmdir(prefix)
+
+    def after_upload(self, paths: Sequence[str]) -> None:
+        for path in paths:
+            evict_from_page_cache(path)
+
+    def cache_suspect(self) -> str | None:
+        if not hasattr(os, "posix_fadvise"):
+            return (
+                "this platform has no posix_fadvise: downloads from file:// may be served "
+                "from the page cache and read faster than the disk"
+            )
+        return None
+
+    def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
+        path = request.key
+        kind = request.kind
+        if kind is Kind.PUT:
+            view = _buffer(body)
+
+            def put() -> Outcome:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                try:
+                    _write_all(fd, view)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                return Outcome(sent=len(view))
+
+            return SyncJob(kind, put)
+        if kind is Kind.GET:
+            start, stop = request.start, request.stop
+            if start is not None and stop is not None:
+                return SyncJob(kind, lambda: _read_range(path, start, stop, into))
+            return SyncJob(kind, lambda: _read_whole(path, into, clock))
+        if kind is Kind.HEAD:
+            return SyncJob(kind, lambda: Outcome(size=os.stat(path).st_size))
+        if kind is Kind.LIST:
+            return SyncJob(kind, lambda: Outcome(size=len(os.listdir(path))))
+        if kind is Kind.DELETE:
+
+            def delete() -> Outcome:
+                os.unlink(path)
+                return Outcome()
+
+            return SyncJob(kind, delete)
+        raise unsupported(self.name, request)
+
+    def bind(
+        self,
+        phases: Sequence[Sequence[Request]],
+        bodies: Sequence[Body | None],
+        landings: Sequence[Landing],
+        clock: Clock,
+    ) -> SyncBound:
+        """Jobs for ``phases``; the steps of a split upload share one open file."""
+        requests = [request for phase in phases for request in phase]
+        if not any(r.kind is Kind.CREATE_MULTIPART for r in requests):
+            return super().bind(phases, bodies, landings, clock)
+        opened: dict[str, int] = {}
+
+        def step(request: Request, body: Body | None, into: Landing) -> SyncJob:
+            path = request.key
+            if request.kind is Kind.CREATE_MULTIPART:
+                size = request.stop or 0  # a create names the object's whole extent
+
+                def create() -> Outcome:
+                    opened[path] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                    os.ftruncate(opened[path], size)
+                    return Outcome()
+
+                return SyncJob(request.kind, create)
+            if request.kind is Kind.PUT_PART:
+                view = _buffer(body)
+                offset = request.start or 0
+
+                def part() -> Outcome:
+                    _write_all(opened[path], view, offset)
+                    return Outcome(sent=len(view))
+
+                return SyncJob(request.kind, part)
+            if request.kind is Kind.COMPLETE_MULTIPART:
+
+                def complete() -> Outcome:
+                    fd = opened.pop(path)
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                    return Outcome()
+
+                return SyncJob(request.kind, complete)
+            return self.job(request, body, into, clock)
+
+        def abort() -> None:
+            for path in list(opened):
+                os.close(opened.pop(path))
+
+        jobs = iter(
+            step(request, body, into)
+            for request, body, into in zip(requests, bodies, landings, strict=True)
+        )
+        return SyncBound(
+            phases=tuple(tuple(next(jobs) for _ in phase) for phase in phases), abort=abort
+        )
+
+
+def evict_from_page_cache(path: str) -> None:
+    """Ask the kernel to drop ``path`` from the page cache (no-op where unsupported)."""
+    if not hasattr(os, "posix_fadvise"):
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)

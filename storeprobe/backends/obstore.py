@@ -1,0 +1,198 @@
+"""obstore's fsspec store (``obstore.fsspec.FsspecStore``), through its object store.
+
+Its ``_pipe_file`` would upload anything above 5 MB as a multipart upload with 12 parts
+in flight, so storeprobe calls the store itself: ``use_multipart=False`` for one
+request, or ``use_multipart=True`` with ``max_concurrency=streams`` to split one object
+(the parts run inside obstore, and the outcome counts them). The store is built once
+before the timed window: concurrent first calls have been seen to fail inside its
+constructor.
+
+obstore refuses a ranged GET answered with ``200 OK`` (``rclone serve s3`` sends the
+right bytes with 200 and a Content-Range). :meth:`ObstoreBackend.range_reader` checks
+once, untimed, and names the backend that reads ranges: this one, or s3fs for the same
+storage when ``range_fallback`` can build it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import fsspec
+
+from storeprobe.backends.base import AsyncBackend, Backend, Capabilities, Landing, check_bucket
+from storeprobe.backends.fsspec import unsupported
+from storeprobe.errors import TargetError, TargetNotFoundError, TargetPermissionError
+from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Request, StagedFile
+from storeprobe.transfer import Clock
+from storeprobe.units import GiB, MiB
+from storeprobe.workload import Workload
+
+__all__ = ["ObstoreBackend", "RangesRefused"]
+
+
+class RangesRefused(OSError):
+    """The server answers ranged GETs with 200, which obstore refuses, and no fallback exists."""
+
+
+class ObstoreBackend(AsyncBackend):
+    """obstore (see the module docstring)."""
+
+    name = "obstore"
+    protocols = ("s3", "s3a", "gs", "az")
+    extra = "s3"
+    capabilities = Capabilities(
+        splits_uploads=True,
+        client_multipart=True,
+        min_part_size=5 * MiB,
+        max_single_put=5 * GiB,
+        confirms_size=True,
+    )
+
+    def __init__(
+        self,
+        fs: fsspec.AbstractFileSystem,
+        *,
+        range_fallback: Callable[[], AsyncBackend] | None = None,
+    ) -> None:
+        super().__init__(fs)
+        #: builds an s3fs backend for the same storage, for servers whose ranged GETs
+        #: obstore refuses (None: no fallback)
+        self.range_fallback = range_fallback
+
+    def _store(self, path: str) -> tuple[Any, str]:
+        bucket, key = self.fs._split_path(path)
+        return self.fs._construct_store(bucket), key
+
+    def check_root(self, root: str) -> None:
+        from obstore import list as list_objects
+
+        def exists(bucket: str) -> None:
+            store = self.fs._construct_store(bucket)  # built once, before any timed request
+            next(iter(list_objects(store, chunk_size=1)), None)
+
+        check_bucket(root, exists, "bucket", "s3://BUCKET[/PREFIX]")
+
+    def make_prefix(self, prefix: str) -> None:
+        return None
+
+    def remove_prefix(self, prefix: str) -> None:
+        self.fs.invalidate_cache()
+
+    def classify(self, exc: BaseException) -> type[TargetError] | None:
+        """By obstore's exception classes."""
+        names = {klass.__name__ for klass in type(exc).__mro__}
+        if "NotFoundError" in names:
+            return TargetNotFoundError
+        if names & {"PermissionDeniedError", "UnauthenticatedError"}:
+            return TargetPermissionError
+        return None
+
+    def body(self, workload: Workload, part: Part) -> Body:
+        return workload.payload_bytes(part.index, part.start, part.stop)
+
+    def range_reader(self, path: str) -> AsyncBackend:
+        """The backend that reads byte ranges of this storage, checked once with one
+        untimed 1-byte ranged GET of ``path``: this one, or the s3fs fallback."""
+        store, key = self._store(path)
+        from obstore import get_range
+
+        try:
+            get_range(store, key, start=0, end=1)
+        except Exception as exc:
+            if "non-partial response" not in str(exc):
+                raise
+            if self.range_fallback is None:
+                raise RangesRefused(
+                    "this server answers ranged GETs with 200 instead of 206 Partial Content, "
+                    "which obstore refuses: download one object with streams=1, or open the "
+                    "URL with client='s3fs'"
+                ) from None
+            return self.range_fallback()
+        return self
+
+    def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        store, key = self._store(request.key)
+        kind = request.kind
+        if kind is Kind.PUT and request.part_size is not None:
+            return self._multipart(store, key, request, body)
+        if kind is Kind.PUT:
+            if not isinstance(body, bytes | bytearray | memoryview):
+                raise TypeError(f"obstore puts bytes here, not {type(body).__name__}")
+            data = body
+
+            async def put() -> Outcome:
+                await store.put_async(key, data, use_multipart=False, mode="create")
+                return Outcome(sent=len(data))
+
+            return AsyncJob(kind, put)
+        if kind is Kind.GET and request.start is not None and request.stop is not None:
+            start, stop = request.start, request.stop
+
+            async def get_range() -> Outcome:
+                data = await store.get_range_async(key, start=start, end=stop)
+                return Outcome(received=len(data), data=data)
+
+            return AsyncJob(kind, get_range)
+        if kind is Kind.GET:
+
+            async def get() -> Outcome:
+                response = await store.get_async(key)
+                first_byte = clock()
+                data = await response.bytes_async()  # Rust-owned buffer: no copy in Python
+                return Outcome(received=len(data), first_byte_ns=first_byte, data=data)
+
+            return AsyncJob(kind, get)
+        if kind is Kind.HEAD:
+
+            async def head() -> Outcome:
+                meta = await store.head_async(key)
+                return Outcome(size=int(meta["size"]))
+
+            return AsyncJob(kind, head)
+        if kind is Kind.LIST:
+
+            async def listing() -> Outcome:
+                from obstore import list as list_objects
+
+                found = 0
+                async for chunk in list_objects(store, prefix=key):
+                    found += len(chunk)
+                return Outcome(size=found)
+
+            return AsyncJob(kind, listing)
+        if kind is Kind.DELETE:
+
+            async def delete() -> Outcome:
+                await store.delete_async(key)
+                return Outcome()
+
+            return AsyncJob(kind, delete)
+        raise unsupported(self.name, request)
+
+    def _multipart(self, store: Any, key: str, request: Request, body: Body | None) -> AsyncJob:
+        """One put that obstore splits into parts of ``request.part_size`` by itself."""
+        part_size = request.part_size or 1
+        data: Any = body.path if isinstance(body, StagedFile) else body
+        size = body.size if isinstance(body, StagedFile) else len(data)
+        parts = math.ceil(size / part_size)
+        concurrency = min(request.concurrency, parts)
+        wire = (
+            (Kind.CREATE_MULTIPART, 1),
+            (Kind.PUT_PART, parts),
+            (Kind.COMPLETE_MULTIPART, 1),
+        )
+
+        async def put() -> Outcome:
+            await store.put_async(
+                key, data, use_multipart=True, chunk_size=part_size, max_concurrency=concurrency
+            )
+            return Outcome(sent=size, wire=wire)
+
+        return AsyncJob(Kind.PUT, put, concurrency)
+
+
+def is_obstore(backend: Backend) -> bool:
+    """True for an obstore backend (its ranged reads may need a fallback)."""
+    return isinstance(backend, ObstoreBackend)

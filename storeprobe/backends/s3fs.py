@@ -1,0 +1,298 @@
+"""s3fs: one PUT/GET per call, and the probe's own multipart steps for split uploads.
+
+s3fs's ``_pipe_file`` sends up to ``max_concurrency`` parts in batches and ``_cat_file``
+up to ``max_concurrency`` ranged GETs; storeprobe calls botocore's operations through
+``fs._call_s3`` and makes the parts itself, so the number in flight is the probe's
+``streams`` and nothing else. Writes are create-only (``If-None-Match: *``) unless the
+storage refuses conditional writes (see :class:`NoConditionalWrites`). Reads stream
+the response body into the buffer prepared before the window. Retries botocore makes
+by itself are counted through its ``needs-retry`` event.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import Any
+
+import fsspec
+
+from storeprobe.backends.base import (
+    AsyncBackend,
+    AsyncBound,
+    Capabilities,
+    Landing,
+    check_bucket,
+)
+from storeprobe.backends.fsspec import unsupported
+from storeprobe.errors import TargetError, TargetNotFoundError, TargetPermissionError
+from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Request
+from storeprobe.transfer import Clock
+from storeprobe.units import GiB, MiB
+from storeprobe.workload import Workload, filled_buffer
+
+__all__ = ["S3Backend", "refuses_conditional_write"]
+
+_CHUNK = 1 << 20  # bytes asked of a response stream per read
+_NOT_IMPLEMENTED = ("NotImplemented", "501")
+
+
+def refuses_conditional_write(exc: BaseException) -> bool:
+    """True when ``exc`` says the storage does not implement conditional writes."""
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        error = response.get("Error", {})
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if error.get("Code") in _NOT_IMPLEMENTED or status == 501:
+            return True
+    text = str(exc)
+    return "NotImplemented" in text or "501" in text.split(":", 1)[0]
+
+
+def _length(body: Body | None) -> int:
+    if isinstance(body, io.BytesIO):
+        with body.getbuffer() as view:
+            return view.nbytes
+    if isinstance(body, bytes | bytearray | memoryview):
+        return len(body)
+    raise TypeError(f"s3fs sends bytes or BytesIO, not {type(body).__name__}")
+
+
+class S3Backend(AsyncBackend):
+    """s3fs (see the module docstring). ``conditional=False`` puts without If-None-Match."""
+
+    name = "s3fs"
+    protocols = ("s3", "s3a")
+    extra = "s3"
+    capabilities = Capabilities(
+        splits_uploads=True,
+        reads_into=True,
+        min_part_size=5 * MiB,
+        max_single_put=5 * GiB,
+        confirms_size=True,
+        counts_retries=True,
+    )
+
+    def __init__(self, fs: fsspec.AbstractFileSystem, *, conditional: bool = True) -> None:
+        super().__init__(fs)
+        self.conditional = conditional
+        self._retries: list[int] | None = None
+        client = getattr(fs, "s3", None)
+        if client is not None:
+            self._watch(client)
+
+    def without_conditional_writes(self) -> S3Backend:
+        """The same client, putting without If-None-Match (a new backend; this one is kept)."""
+        twin = S3Backend.__new__(S3Backend)
+        twin.fs = self.fs
+        twin.conditional = False
+        twin._retries = self._retries
+        return twin
+
+    def _watch(self, client: Any) -> None:
+        """Count the attempts botocore retries (5xx, throttling, dropped connections)."""
+        counter = [0]
+        self._retries = counter
+
+        def count(response: Any = None, caught_exception: Any = None, **_: Any) -> None:
+            status = None
+            if response is not None:
+                status = response[1].get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if caught_exception is not None or (
+                status is not None and (status >= 500 or status == 429)
+            ):
+                counter[0] += 1
+
+        client.meta.events.register_first("needs-retry.s3", count)
+
+    def retries_seen(self) -> int | None:
+        return None if self._retries is None else self._retries[0]
+
+    def check_root(self, root: str) -> None:
+        check_bucket(root, self.fs.info, "bucket", "s3://BUCKET[/PREFIX]")
+        if self._retries is None and getattr(self.fs, "s3", None) is not None:
+            self._watch(self.fs.s3)  # the client exists once the first call connected
+
+    def make_prefix(self, prefix: str) -> None:
+        return None
+
+    def remove_prefix(self, prefix: str) -> None:
+        self.fs.invalidate_cache()
+
+    def classify(self, exc: BaseException) -> type[TargetError] | None:
+        """By botocore's error code, where s3fs kept it."""
+        response = getattr(exc, "response", None)
+        if not isinstance(response, dict):
+            return None
+        code = response.get("Error", {}).get("Code")
+        if code in ("NoSuchBucket", "NoSuchKey"):
+            return TargetNotFoundError
+        if code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
+            return TargetPermissionError
+        return None
+
+    def body(self, workload: Workload, part: Part) -> Body:
+        """A BytesIO filled in place: aiohttp streams it in chunks instead of one huge write."""
+        return filled_buffer(part.size, lambda view: workload.fill(part.index, part.start, view))
+
+    def _get(self, bucket: str, key: str, into: Landing, clock: Clock, **extra: Any) -> AsyncJob:
+        fs = self.fs
+
+        async def get() -> Outcome:
+            response = await fs._call_s3("get_object", Bucket=bucket, Key=key, **extra)
+            first_byte = clock()  # the response head has arrived
+            body = response["Body"]
+            try:
+                if into is None:
+                    data = await body.read()
+                    return Outcome(received=len(data), first_byte_ns=first_byte, data=data)
+                view = memoryview(into)
+                filled = 0
+                while chunk := await body.read(_CHUNK):
+                    end = filled + len(chunk)
+                    if end > len(view):  # longer than written: keep it all for the check
+                        data = bytes(view[:filled]) + chunk + await body.read()
+                        return Outcome(received=len(data), first_byte_ns=first_byte, data=data)
+                    view[filled:end] = chunk
+                    filled = end
+                return Outcome(received=filled, first_byte_ns=first_byte, data=view[:filled])
+            finally:
+                body.close()
+
+        return AsyncJob(Kind.GET, get)
+
+    def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        fs = self.fs
+        bucket, key, _ = fs.split_path(request.key)
+        kind = request.kind
+        if kind is Kind.PUT:
+            size = _length(body)
+            condition = {"IfNoneMatch": "*"} if self.conditional else {}
+            sent = body
+
+            async def put() -> Outcome:
+                assert isinstance(sent, io.BytesIO | bytes | bytearray)
+                if isinstance(sent, io.BytesIO):
+                    sent.seek(0)
+                await fs._call_s3("put_object", Bucket=bucket, Key=key, Body=sent, **condition)
+                return Outcome(sent=size)
+
+            return AsyncJob(kind, put)
+        if kind is Kind.GET:
+            if request.start is not None and request.stop is not None:
+                byte_range = f"bytes={request.start}-{request.stop - 1}"
+                return self._get(bucket, key, into, clock, Range=byte_range)
+            return self._get(bucket, key, into, clock)
+        if kind is Kind.HEAD:
+
+            async def head() -> Outcome:
+                response = await fs._call_s3("head_object", Bucket=bucket, Key=key)
+                return Outcome(size=int(response["ContentLength"]))
+
+            return AsyncJob(kind, head)
+        if kind is Kind.LIST:
+
+            async def listing() -> Outcome:
+                response = await fs._call_s3("list_objects_v2", Bucket=bucket, Prefix=key)
+                return Outcome(size=int(response.get("KeyCount", 0)))
+
+            return AsyncJob(kind, listing)
+        if kind is Kind.DELETE:
+
+            async def delete() -> Outcome:
+                await fs._rm_file(request.key)
+                return Outcome()
+
+            return AsyncJob(kind, delete)
+        raise unsupported(self.name, request)
+
+    def bind(
+        self,
+        phases: Sequence[Sequence[Request]],
+        bodies: Sequence[Body | None],
+        landings: Sequence[Landing],
+        clock: Clock,
+    ) -> AsyncBound:
+        """Jobs for ``phases``; the steps of a multipart upload share its upload id."""
+        requests = [request for phase in phases for request in phase]
+        if not any(r.kind is Kind.CREATE_MULTIPART for r in requests):
+            return super().bind(phases, bodies, landings, clock)
+        fs = self.fs
+        uploads: dict[str, str] = {}
+        etags: dict[str, dict[int, str]] = {}
+        condition = {"IfNoneMatch": "*"} if self.conditional else {}
+
+        def step(request: Request, body: Body | None, into: Landing) -> AsyncJob:
+            bucket, key, _ = fs.split_path(request.key)
+            path = request.key
+            if request.kind is Kind.CREATE_MULTIPART:
+
+                async def create() -> Outcome:
+                    response = await fs._call_s3(
+                        "create_multipart_upload", Bucket=bucket, Key=key
+                    )
+                    uploads[path] = response["UploadId"]
+                    etags[path] = {}
+                    return Outcome()
+
+                return AsyncJob(request.kind, create)
+            if request.kind is Kind.PUT_PART:
+                number = request.part_number or 1
+                size = _length(body)
+                part_body = body
+
+                async def part() -> Outcome:
+                    # a staged part is a view of the staging file: botocore takes bytes or
+                    # files, not views, so it is copied here (inside the window, and said so)
+                    sent: Any = part_body
+                    if isinstance(sent, memoryview):
+                        sent = io.BytesIO(sent)
+                    if isinstance(sent, io.BytesIO):
+                        sent.seek(0)
+                    response = await fs._call_s3(
+                        "upload_part",
+                        Bucket=bucket,
+                        Key=key,
+                        UploadId=uploads[path],
+                        PartNumber=number,
+                        Body=sent,
+                    )
+                    etags[path][number] = response["ETag"]
+                    return Outcome(sent=size)
+
+                return AsyncJob(request.kind, part)
+            if request.kind is Kind.COMPLETE_MULTIPART:
+
+                async def complete() -> Outcome:
+                    tags = etags[path]
+                    await fs._call_s3(
+                        "complete_multipart_upload",
+                        Bucket=bucket,
+                        Key=key,
+                        UploadId=uploads[path],
+                        MultipartUpload={
+                            "Parts": [{"PartNumber": n, "ETag": tags[n]} for n in sorted(tags)]
+                        },
+                        **condition,
+                    )
+                    del uploads[path]
+                    return Outcome()
+
+                return AsyncJob(request.kind, complete)
+            return self.job(request, body, into, clock)
+
+        async def abort() -> None:
+            for path, upload_id in list(uploads.items()):
+                bucket, key, _ = fs.split_path(path)
+                await fs._call_s3(
+                    "abort_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id
+                )
+                del uploads[path]
+
+        jobs = iter(
+            step(request, body, into)
+            for request, body, into in zip(requests, bodies, landings, strict=True)
+        )
+        return AsyncBound(
+            phases=tuple(tuple(next(jobs) for _ in phase) for phase in phases), abort=abort
+        )

@@ -1,0 +1,255 @@
+"""Planning: how a workload is cut into requests, decided once, then frozen.
+
+:func:`choose` decides a :class:`Layout` from the backend's capabilities, the
+operation, the workload and the stream count, before any I/O: one request per object,
+or one object split into parts or byte ranges, staged through a local file or not,
+and the notices that say where the layout gives less than was asked (fewer requests in
+flight, an upload that cannot be split). Nothing changes it afterwards.
+
+The ``*_plan`` functions turn a layout and the names of one repeat into a
+:class:`Plan`: an immutable sequence of phases, each a tuple of typed requests
+(:mod:`storeprobe.request`) that may run concurrently.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+from attrs import frozen
+
+from storeprobe.backends.base import Capabilities
+from storeprobe.errors import ConfigurationError
+from storeprobe.notices import Code, Notice
+from storeprobe.request import Kind, Part, Request
+from storeprobe.units import MiB, format_size
+from storeprobe.workload import Workload
+
+__all__ = [
+    "MAX_PARTS",
+    "Layout",
+    "Plan",
+    "choose",
+    "delete_plan",
+    "download_plan",
+    "head_plan",
+    "upload_plan",
+]
+
+Operation = Literal["upload", "download"]
+#: most parts one object is split into (S3's limit)
+MAX_PARTS = 10_000
+
+
+@frozen(kw_only=True)
+class Plan:
+    """Phases of requests for one timed window, run one phase after the other."""
+
+    phases: tuple[tuple[Request, ...], ...]
+
+    @property
+    def requests(self) -> tuple[Request, ...]:
+        """Every request, phase after phase."""
+        return tuple(request for phase in self.phases for request in phase)
+
+    @property
+    def expected_bytes(self) -> int:
+        """Payload bytes the plan moves, from its requests' bodies and ranges."""
+        return sum(r.expected or 0 for r in self.requests if r.kind in _MOVES)
+
+
+_MOVES = frozenset({Kind.PUT, Kind.PUT_PART, Kind.GET})
+
+
+@frozen(kw_only=True)
+class Layout:
+    """How one probe cuts its workload into requests (see the module docstring)."""
+
+    operation: Operation
+    #: one object split into parts (upload) or byte ranges (download)
+    split: bool
+    #: bytes per part or range (the object's size when not split)
+    part_size: int
+    #: most requests the layout can keep in flight
+    effective_streams: int
+    #: the split object goes through a local staging file (see storeprobe.staging)
+    staged: bool
+    #: the client's capabilities the layout was decided from
+    capabilities: Capabilities
+    strategy: str
+    notices: tuple[Notice, ...] = ()
+
+    @property
+    def parts(self) -> int:
+        """Parts (or ranges) of one split object; 1 when not split."""
+        return 1 if not self.split else -(-self._size // self.part_size)
+
+    _size: int = 0
+
+
+def choose(
+    capabilities: Capabilities,
+    client: str,
+    operation: Operation,
+    workload: Workload,
+    streams: int,
+    *,
+    part_size: int | None = None,
+    stage_above: int | None = None,
+) -> Layout:
+    """The layout for ``operation`` of ``workload`` at ``streams`` on this client."""
+    caps = capabilities
+    size = workload.size
+    too_big = caps.max_single_put is not None and size > caps.max_single_put
+    if too_big and workload.count > 1:
+        raise ConfigurationError(
+            f"objects over {format_size(caps.max_single_put or 0)} need a multipart "
+            f"upload on {client}: probe them one at a time (count=1)"
+        )
+    if workload.count > 1 or (streams == 1 and not too_big):
+        effective = min(streams, workload.count)
+        notices: tuple[Notice, ...] = ()
+        if effective < streams:
+            notices = (
+                Notice(
+                    code=Code.FEW_REQUESTS,
+                    message=f"only {workload.count} objects: at most {effective} requests "
+                    "in flight",
+                    fix="use at least as many objects as streams",
+                ),
+            )
+        return Layout(
+            split=False,
+            part_size=size,
+            effective_streams=effective,
+            staged=False,
+            strategy=f"objects: one request per object, {effective} at a time",
+            notices=notices,
+            operation=operation,
+            capabilities=caps,
+        )
+    can_split = caps.splits_uploads if operation == "upload" else caps.reads_ranges
+    if not can_split and not too_big:
+        note = Notice(
+            code=Code.CANNOT_SPLIT,
+            message=f"the {client} backend cannot split one object's {operation}: it was "
+            f"sent as one request, so this {operation} is single-streamed whatever "
+            "'streams' says",
+            fix="compare it with single-stream figures only",
+        )
+        return Layout(
+            split=False,
+            part_size=size,
+            effective_streams=1,
+            staged=False,
+            strategy=f"one object in one request ({operation} cannot be split)",
+            notices=(note,),
+            operation=operation,
+            capabilities=caps,
+        )
+    if part_size is None:
+        part_size = max(caps.min_part_size, math.ceil(size / (4 * streams) / MiB) * MiB)
+        part_size = max(part_size, math.ceil(size / MAX_PARTS))
+    elif part_size < caps.min_part_size:
+        raise ConfigurationError(
+            f"part_size {format_size(part_size)} is below the minimum of "
+            f"{format_size(caps.min_part_size)} for {client}: use at least that"
+        )
+    parts = math.ceil(size / part_size)
+    effective = min(streams, parts)
+    notices = ()  # none unless the object has fewer parts than streams
+    if effective < streams:
+        notices = (
+            Notice(
+                code=Code.FEW_REQUESTS,
+                message=f"one object of {format_size(size)} splits into only {parts} part(s) "
+                f"of {format_size(part_size)}: at most {effective} requests in flight",
+                fix="use a smaller part_size or a larger object",
+            ),
+        )
+    staged = parts > 1 and stage_above is not None and size >= stage_above
+    strategy = f"one object in {parts} parts of {format_size(part_size)}, {effective} at a time"
+    if staged:
+        strategy += " (staged through a local file)"
+    return Layout(
+        split=parts > 1,
+        part_size=part_size,
+        effective_streams=effective,
+        staged=staged,
+        strategy=strategy,
+        notices=notices,
+        size=size,
+        operation=operation,
+        capabilities=caps,
+    )
+
+
+def _bounds(layout: Layout, size: int) -> list[tuple[int, int]]:
+    return [(start, min(start + layout.part_size, size)) for start in range(0, size, layout.part_size)]
+
+
+def upload_plan(layout: Layout, workload: Workload, names: Sequence[str]) -> Plan:
+    """Write each name (object ``i`` of ``workload`` to ``names[i]``), as the layout says."""
+    size = workload.size
+    if not layout.split:
+        return Plan(
+            phases=(
+                tuple(
+                    Request(kind=Kind.PUT, key=name, body=Part(index, 0, size))
+                    for index, name in enumerate(names)
+                ),
+            )
+        )
+    key = names[0]
+    if layout.capabilities.client_multipart:
+        whole = Request(
+            kind=Kind.PUT,
+            key=key,
+            body=Part(0, 0, size),
+            part_size=layout.part_size,
+            concurrency=layout.effective_streams,
+        )
+        return Plan(phases=((whole,),))
+    parts = tuple(
+        Request(
+            kind=Kind.PUT_PART,
+            key=key,
+            start=start,
+            stop=stop,
+            body=Part(0, start, stop),
+            part_number=number,
+        )
+        for number, (start, stop) in enumerate(_bounds(layout, size), start=1)
+    )
+    phases: list[tuple[Request, ...]] = []
+    if layout.capabilities.multipart_create:
+        phases.append((Request(kind=Kind.CREATE_MULTIPART, key=key, start=0, stop=size),))
+    phases.append(parts)
+    if layout.capabilities.multipart_complete:
+        phases.append((Request(kind=Kind.COMPLETE_MULTIPART, key=key),))
+    return Plan(phases=tuple(phases))
+
+
+def download_plan(layout: Layout, workload: Workload, names: Sequence[str]) -> Plan:
+    """Read each name whole, or the one object's byte ranges, as the layout says."""
+    if not layout.split:
+        return Plan(phases=(tuple(Request(kind=Kind.GET, key=name) for name in names),))
+    return Plan(
+        phases=(
+            tuple(
+                Request(kind=Kind.GET, key=names[0], start=start, stop=stop)
+                for start, stop in _bounds(layout, workload.size)
+            ),
+        )
+    )
+
+
+def head_plan(names: Sequence[str]) -> Plan:
+    """Ask the storage for each name's metadata (one phase)."""
+    return Plan(phases=(tuple(Request(kind=Kind.HEAD, key=name) for name in names),))
+
+
+def delete_plan(names: Sequence[str]) -> Plan:
+    """Delete each name on its own (never a recursive or listing delete)."""
+    return Plan(phases=(tuple(Request(kind=Kind.DELETE, key=name) for name in names),))

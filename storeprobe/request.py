@@ -1,0 +1,164 @@
+"""The request model: what a plan asks of a storage, and what each request returned.
+
+A :class:`Request` is one thing a client does against the storage: put, get, head,
+list or delete one key, or one step of a multipart upload. It names the key, the byte
+range and the body it sends (a :class:`Part` of a workload's object: a reference, not
+the bytes). A plan is an immutable sequence of phases; a phase is a tuple of requests
+that may run concurrently (see :mod:`storeprobe.planning`).
+
+A backend turns a request into a :class:`Job`: the request's kind and a call (a
+coroutine function for asynchronous clients, a plain callable otherwise) that makes the
+request and returns an :class:`Outcome`: the payload bytes sent and received, the clock
+mark of the first byte where the client can tell, and the data a download returned.
+The engine (:mod:`storeprobe.transfer`) times each call and records its kind.
+"""
+
+from __future__ import annotations
+
+import enum
+import io
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import NamedTuple
+
+from attrs import frozen
+
+__all__ = [
+    "KINDS",
+    "AsyncCall",
+    "AsyncJob",
+    "Body",
+    "Buffer",
+    "Kind",
+    "Outcome",
+    "Part",
+    "Request",
+    "StagedFile",
+    "SyncCall",
+    "SyncJob",
+    "kind_index",
+]
+
+Buffer = bytes | bytearray | memoryview
+
+
+@frozen
+class StagedFile:
+    """A body that is a whole staged file, read by the client itself (see staging)."""
+
+    path: Path
+    size: int
+
+
+#: what a write sends, in the form its client takes best (made before the window)
+Body = Buffer | io.BytesIO | StagedFile
+
+
+class Kind(enum.StrEnum):
+    """What one request does."""
+
+    PUT = "put"
+    GET = "get"
+    HEAD = "head"
+    LIST = "list"
+    DELETE = "delete"
+    CREATE_MULTIPART = "create-multipart"
+    PUT_PART = "put-part"
+    COMPLETE_MULTIPART = "complete-multipart"
+
+
+#: the kinds in a fixed order: a request's kind is recorded as its index here
+KINDS: tuple[Kind, ...] = tuple(Kind)
+_KIND_INDEX = {kind: index for index, kind in enumerate(KINDS)}
+
+
+def kind_index(kind: Kind) -> int:
+    """The position of ``kind`` in :data:`KINDS` (how the engine records it)."""
+    return _KIND_INDEX[kind]
+
+
+@frozen
+class Part:
+    """Bytes ``[start, stop)`` of object ``index`` of a workload: a body, by reference."""
+
+    index: int
+    start: int
+    stop: int
+
+    @property
+    def size(self) -> int:
+        """Length of the part in bytes."""
+        return self.stop - self.start
+
+
+@frozen(kw_only=True)
+class Request:
+    """One request of a plan: its kind, key, byte range and body.
+
+    ``start``/``stop`` bound a ranged read or a part's place in the object (``stop`` is
+    exclusive; both None for the whole object). ``body`` is the part a write sends.
+    ``part_number`` is the 1-based number of a multipart step's part.
+    """
+
+    kind: Kind
+    key: str
+    start: int | None = None
+    stop: int | None = None
+    body: Part | None = None
+    part_number: int | None = None
+    #: a put the client splits by itself into parts of this size (obstore's multipart)
+    part_size: int | None = None
+    #: parts such a put keeps in flight
+    concurrency: int = 1
+
+    @property
+    def expected(self) -> int | None:
+        """Payload bytes this request should move (None: not known from the plan)."""
+        if self.body is not None:
+            return self.body.size
+        if self.start is not None and self.stop is not None:
+            return self.stop - self.start
+        return None
+
+
+class Outcome(NamedTuple):
+    """What one call returned: payload bytes sent and received, and what it read.
+
+    ``first_byte_ns`` is the clock mark (ns) of the response's first byte, or -1 where
+    the client cannot tell. ``data`` is what a read returned (a view of the buffer it
+    was given, or the client's own buffer), None for writes. ``wire`` lists, for a call
+    that makes several requests by itself (an obstore multipart upload), how many of
+    each kind it made; empty means one request of the job's own kind.
+
+    A NamedTuple rather than an attrs class: one is made per request inside the timed
+    window, and a tuple is the cheapest value Python builds.
+    """
+
+    sent: int = 0
+    received: int = 0
+    first_byte_ns: int = -1
+    data: Buffer | None = None
+    wire: tuple[tuple[Kind, int], ...] = ()
+    #: the object's size a HEAD reported, in bytes (-1: not a HEAD)
+    size: int = -1
+
+
+AsyncCall = Callable[[], Awaitable[Outcome]]
+SyncCall = Callable[[], Outcome]
+
+
+class AsyncJob(NamedTuple):
+    """A request ready to run on an event loop: its kind and the coroutine function."""
+
+    kind: Kind
+    call: AsyncCall
+    #: requests this job keeps in flight by itself (a client's own multipart upload)
+    inner: int = 1
+
+
+class SyncJob(NamedTuple):
+    """A request ready to run on a thread: its kind and the callable."""
+
+    kind: Kind
+    call: SyncCall
+    inner: int = 1
