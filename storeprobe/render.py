@@ -50,6 +50,7 @@ __all__ = [
     "comparison_tables",
     "crown_legend",
     "notice_lines",
+    "probe_key",
     "rate",
     "render_tables",
     "resolve_unit",
@@ -527,6 +528,13 @@ def _best(results: Iterable[ResultLike]) -> ResultLike | None:
     return max(measured, key=lambda r: r.bytes_per_s) if measured else None
 
 
+def probe_key(result: ResultLike) -> tuple[str, int, int, str, int]:
+    """What makes two results the same probe: workload label, count and size, operation,
+    streams. The payload seed is not part of it: fresh bytes, same probe."""
+    workload = result.workload
+    return (workload.label, workload.count, workload.size, result.operation, result.streams)
+
+
 def _probe_title(result: ResultLike) -> str:
     return f"{result.operation} {result.workload.label}, {_plural(result.streams, 'stream')}"
 
@@ -557,9 +565,9 @@ def comparison_tables(
     legend = crown_legend(crown, tie, confidence)
     tables: list[Table] = []
     if by == "environment":
-        probes = list(dict.fromkeys((r.workload, r.operation, r.streams) for r in results))
+        probes = list(dict.fromkeys(probe_key(r) for r in results))
         for probe in probes:
-            members = [r for r in results if (r.workload, r.operation, r.streams) == probe]
+            members = [r for r in results if probe_key(r) == probe]
             environments = list(dict.fromkeys(env_name(r) for r in members))
             targets = list(dict.fromkeys(target_label(r) for r in members))
             grid: list[list[ResultLike | None]] = [
@@ -570,7 +578,9 @@ def comparison_tables(
                 for t in targets
             ]
             concrete = resolve_unit(
-                unit, [r.bytes_per_s for r in members if r.samples], object_size=probe[0].size
+                unit,
+                [r.bytes_per_s for r in members if r.samples],
+                object_size=members[0].workload.size,
             )
             tables.append(
                 _table(
@@ -589,7 +599,7 @@ def comparison_tables(
         return tables
     columns = list(
         dict.fromkeys(
-            (r.workload, r.operation, r.streams)
+            probe_key(r)
             for r in sorted(
                 results,
                 key=lambda r: (
@@ -608,8 +618,7 @@ def comparison_tables(
             _best(
                 r
                 for r in results
-                if (target_label(r), env_name(r)) == key
-                and (r.workload, r.operation, r.streams) == column
+                if (target_label(r), env_name(r)) == key and probe_key(r) == column
             )
             for column in columns
         ]
@@ -618,18 +627,14 @@ def comparison_tables(
     units = [
         resolve_unit(
             unit,
-            [
-                r.bytes_per_s
-                for r in results
-                if r.samples and (r.workload, r.operation, r.streams) == column
-            ],
-            object_size=column[0].size,
+            [r.bytes_per_s for r in results if r.samples and probe_key(r) == column],
+            object_size=column[2],
         )
         for column in columns
     ]
     names = [
-        f"{operation} {workload.label}, {_plural(streams, 'stream')}"
-        for workload, operation, streams in columns
+        f"{operation} {label}, {_plural(streams, 'stream')}"
+        for label, _, _, operation, streams in columns
     ]
     seen = ", ".join(dict.fromkeys(env_name(r) for r in results))
     labels = [[t, e] if several_envs else [t] for t, e in keys]

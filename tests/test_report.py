@@ -353,6 +353,26 @@ def test_saturation_point() -> None:
         sweep.add(result("s3://other", "home", 1.0)).saturation()
 
 
+def test_fresh_payload_seeds_are_the_same_probe() -> None:
+    import attrs
+
+    seeded = [
+        attrs.evolve(result("s3://a", "home", seconds, streams=streams), workload=workload)
+        for streams, seconds, workload in [
+            (1, 2.0, Workload(count=256, size="16KiB", name="small", seed=11)),
+            (2, 1.0, Workload(count=256, size="16KiB", name="small", seed=22)),
+            (4, 1.0, Workload(count=256, size="16KiB", name="small", seed=33)),
+        ]
+    ]
+    sweep = ResultSet(seeded)
+    assert sweep.saturation() == 2
+    assert str(sweep.sweep_saturation()).startswith("saturation: 2 streams reach 95%")
+    tables = ResultSet([seeded[1], attrs.evolve(seeded[2], streams=2, url="s3://b")]).table()
+    assert tables.count("**upload small, 2 streams**") == 1  # one table, two rows
+    one = ResultSet([result("s3://a", "home", 1.0, streams=s) for s in (1, 2)])
+    assert str(one.sweep_saturation()).startswith("saturation: 1 stream reaches 95%")
+
+
 def test_no_saturation_claimed_at_the_largest_count_tried() -> None:
     rising = ResultSet(
         [
@@ -393,12 +413,17 @@ class Recorder(Callback):  # type: ignore[misc]
 
 
 def test_progress_goes_through_an_fsspec_callback(tmp_path: Path) -> None:
+    import time
+
     recorder = Recorder()
     probe = Probe.from_url(str(tmp_path), repeats=2, callback=recorder)
+    started = time.monotonic()
     probe.download(Workload(count=8, size="4KiB"))
-    assert recorder.sizes == [32768, 32768]
-    assert recorder.value == 32768
-    assert recorder.updates >= 16
+    wall = time.monotonic() - started
+    assert recorder.sizes == [32768, 32768]  # each timed repeat's bytes
+    assert recorder.value == 32768  # told the end of the last repeat
+    # at most 10 updates a second, plus a start and an end per repeat
+    assert 2 <= recorder.updates <= 2 * 2 + 10 * wall + 1
 
 
 def test_plots_are_written(tmp_path: Path, two_by_two: ResultSet) -> None:

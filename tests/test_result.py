@@ -210,7 +210,7 @@ def test_a_version_1_document_written_by_the_first_release_loads() -> None:
     assert upload.samples[0].requests_by_kind == {}
     assert (upload.samples[0].bytes_sent, upload.samples[0].bytes_received) == (0, 0)
     assert upload.environment.label == "fixture-machine"
-    assert upload.workload == Workload(count=4, size="1KiB")
+    assert upload.workload == Workload(count=4, size="1KiB", seed=0)
     # once loaded, it is written as version 2 and reads back the same
     assert load_results(dump_results(results)) == results
     assert load_results(path.read_text()) == results
