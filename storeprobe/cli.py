@@ -20,6 +20,7 @@ from typing import Any
 from fsspec.callbacks import TqdmCallback
 
 from storeprobe import render
+from storeprobe._version import __version__
 from storeprobe.environment import check_label
 from storeprobe.errors import ConfigurationError, ResultFormatError, StoreProbeError
 from storeprobe.probe import MAX_STREAMS, Probe
@@ -108,8 +109,6 @@ def _probe_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from storeprobe import __version__
-
     parser = argparse.ArgumentParser(
         prog="storeprobe",
         description="Measure how fast a storage uploads and downloads, through fsspec.",

@@ -23,6 +23,7 @@ import numpy as np
 from attrs import field, frozen
 
 from storeprobe import render
+from storeprobe._version import __version__
 from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError, ResultFormatError
 from storeprobe.notices import Code, Notice
@@ -428,8 +429,6 @@ class Result:
 
 def dump_results(results: Iterable[Result]) -> str:
     """A versioned JSON document holding ``results``."""
-    from storeprobe import __version__
-
     document = {
         "schema": _SCHEMA_NAME,
         "version": SCHEMA_VERSION,

@@ -437,3 +437,13 @@ def test_plots_are_written(tmp_path: Path, two_by_two: ResultSet) -> None:
     assert (tmp_path / "bars.png").read_bytes().startswith(b"\x89PNG")
     with pytest.raises(ConfigurationError):
         plot_probes([])
+    # axis units come from the same rules as tables
+    assert figure.axes[0].get_ylabel() == "KiB/s"
+    assert plot_probes(two_by_two, unit="Mibit/s").axes[0].get_ylabel() == "Mibit/s"
+    bars = plot_probes(two_by_two, unit="MiB/s").axes[0]
+    assert sorted(round(p.get_height(), 2) for p in bars.patches) == [2.0, 2.0, 4.0, 8.0]
+    assert plot_streams(sweep, unit="auto").axes[0].get_ylabel() == "MiB/s"  # up to 8 MiB/s
+    mixed = [*sweep, result("s3://a", "home", 1.0, workload=Workload.large())]
+    with pytest.raises(ConfigurationError, match="one unit"):
+        plot_streams(mixed)
+    assert plot_streams(mixed, unit="MiB/s").axes[0].get_ylabel() == "MiB/s"
