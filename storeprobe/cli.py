@@ -3,6 +3,9 @@
 Exit codes: 0 every probe succeeded, 1 a probe failed or the target refused, 2 usage
 error (bad arguments, options or workloads), 130 interrupted, 141 standard output closed
 early (``storeprobe report FILE | head``).
+
+Over 400 lines because half of it is the argparse definitions with a help text for
+every option.
 """
 
 from __future__ import annotations
