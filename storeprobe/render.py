@@ -425,12 +425,19 @@ def render_tables(tables: Sequence[Table], format: str = "markdown") -> str:
 
 # -- tables of results -------------------------------------------------------------------------
 def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Table:
-    """One row per Result: (target,) probe, workload, streams, best, median, unit, ok/repeats.
+    """One row per Result: (target,) (environment,) probe, workload, unit, streams, best,
+    median, ok/repeats.
 
-    The target column appears when the results come from more than one target.
+    The target column appears when the results come from more than one target, the
+    environment column when they come from more than one environment.
     """
     check_unit(unit)
-    several = len({target_label(r) for r in results}) > 1
+    env_name = _environment_names(results)
+    extra: list[tuple[str, Callable[[ResultLike], str]]] = [
+        (name, label)
+        for name, label in (("target", target_label), ("environment", env_name))
+        if len({label(r) for r in results}) > 1
+    ]
     rows: list[list[Cell]] = []
     for result in results:
         concrete = _unit_of(result, unit)
@@ -447,22 +454,24 @@ def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Tabl
         if result.effective_streams != result.streams:
             streams += f" ({result.effective_streams} effective)"
         repeats = len(result.samples) + len(result.errors)
-        row = [
-            Cell(text=f"{result.operation} {result.workload.label}"),
-            Cell(text=f"{result.workload.count} × {format_size(result.workload.size)}"),
-            Cell(text=concrete),
-            Cell(text=streams, value=float(result.streams)),
-            *figures,
-            Cell(text=f"{len(result.samples)}/{repeats}", value=float(len(result.samples))),
-        ]
-        rows.append([Cell(text=target_label(result)), *row] if several else row)
+        rows.append(
+            [
+                *(Cell(text=label(result)) for _, label in extra),
+                Cell(text=f"{result.operation} {result.workload.label}"),
+                Cell(text=f"{result.workload.count} × {format_size(result.workload.size)}"),
+                Cell(text=concrete),
+                Cell(text=streams, value=float(result.streams)),
+                *figures,
+                Cell(text=f"{len(result.samples)}/{repeats}", value=float(len(result.samples))),
+            ]
+        )
     header = ["probe", "workload", "unit", "streams", "best", "median", "ok/repeats"]
     return Table(
         title="",
-        header=(["target"] if several else []) + header,
-        units=[""] * (len(header) + several),
+        header=[name for name, _ in extra] + header,
+        units=[""] * (len(header) + len(extra)),
         rows=rows,
-        labels=3 + several,
+        labels=3 + len(extra),
     )
 
 

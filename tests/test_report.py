@@ -300,6 +300,7 @@ def test_printing_a_result_set_prints_its_table(two_by_two: ResultSet) -> None:
     lines = str(two_by_two).splitlines()
     assert [cell.strip() for cell in lines[0].split("|")[1:-1]] == [
         "target",
+        "environment",
         "probe",
         "workload",
         "unit",
@@ -310,6 +311,7 @@ def test_printing_a_result_set_prints_its_table(two_by_two: ResultSet) -> None:
     ]
     assert [cell.strip() for cell in lines[2].split("|")[1:-1]] == [
         "s3://a",
+        "home",
         "upload small",
         "256 × 16 KiB",
         "KiB/s",
@@ -333,6 +335,7 @@ def test_to_pandas_one_tidy_row_per_result(two_by_two: ResultSet) -> None:
 
 def test_html_reprs(two_by_two: ResultSet) -> None:
     assert two_by_two._repr_html_().count("<tr>") == 5
+    assert "<td>ec2</td>" in two_by_two._repr_html_()
     assert "4096.00 KiB/s" in two_by_two[0]._repr_html_()
     assert "<script>" not in result("s3://<script>", "x", 1.0)._repr_html_()
 
