@@ -8,8 +8,7 @@ True
 
 from __future__ import annotations
 
-import importlib.metadata
-
+from storeprobe._version import __version__
 from storeprobe.environment import Environment
 from storeprobe.errors import (
     CleanupError,
@@ -31,11 +30,6 @@ from storeprobe.resultset import ResultSet, Saturation
 from storeprobe.target import Target
 from storeprobe.units import format_rate, format_size, parse_size
 from storeprobe.workload import Workload
-
-try:
-    __version__ = importlib.metadata.version("storeprobe")
-except importlib.metadata.PackageNotFoundError:  # pragma: no cover - source checkout
-    __version__ = "0+unknown"
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -3,6 +3,9 @@
 Exit codes: 0 every probe succeeded, 1 a probe failed or the target refused, 2 usage
 error (bad arguments, options or workloads), 130 interrupted, 141 standard output closed
 early (``storeprobe report FILE | head``).
+
+Over 400 lines because half of it is the argparse definitions with a help text for
+every option.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 from fsspec.callbacks import TqdmCallback
 
 from storeprobe import render
+from storeprobe._version import __version__
 from storeprobe.environment import check_label
 from storeprobe.errors import ConfigurationError, ResultFormatError, StoreProbeError
 from storeprobe.probe import MAX_STREAMS, Probe
@@ -108,8 +112,6 @@ def _probe_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from storeprobe import __version__
-
     parser = argparse.ArgumentParser(
         prog="storeprobe",
         description="Measure how fast a storage uploads and downloads, through fsspec.",
@@ -280,7 +282,6 @@ class _Bars:
             "leave": False,
             "file": sys.stderr,
             "mininterval": 0.1,
-            "dynamic_ncols": True,
         }
         self.callback = TqdmCallback(tqdm_kwargs=self.options)
 

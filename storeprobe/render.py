@@ -16,6 +16,10 @@ Renderers return strings; only the CLI prints. This module owns
 
 It reads Results through the :class:`ResultLike` protocol and never imports
 :mod:`storeprobe.result`, so ``result`` can use it without an import cycle.
+
+Why one module of ~700 lines: every table and every unit choice of storeprobe lives
+here on purpose (they were written four times before), in four sections read in order:
+units, one result, tables, tables of results.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ __all__ = [
     "comparison_tables",
     "crown_legend",
     "notice_lines",
+    "probe_key",
     "rate",
     "render_tables",
     "resolve_unit",
@@ -420,12 +425,19 @@ def render_tables(tables: Sequence[Table], format: str = "markdown") -> str:
 
 # -- tables of results -------------------------------------------------------------------------
 def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Table:
-    """One row per Result: (target,) probe, workload, streams, best, median, unit, ok/repeats.
+    """One row per Result: (target,) (environment,) probe, workload, unit, streams, best,
+    median, ok/repeats.
 
-    The target column appears when the results come from more than one target.
+    The target column appears when the results come from more than one target, the
+    environment column when they come from more than one environment.
     """
     check_unit(unit)
-    several = len({target_label(r) for r in results}) > 1
+    env_name = _environment_names(results)
+    extra: list[tuple[str, Callable[[ResultLike], str]]] = [
+        (name, label)
+        for name, label in (("target", target_label), ("environment", env_name))
+        if len({label(r) for r in results}) > 1
+    ]
     rows: list[list[Cell]] = []
     for result in results:
         concrete = _unit_of(result, unit)
@@ -442,22 +454,24 @@ def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Tabl
         if result.effective_streams != result.streams:
             streams += f" ({result.effective_streams} effective)"
         repeats = len(result.samples) + len(result.errors)
-        row = [
-            Cell(text=f"{result.operation} {result.workload.label}"),
-            Cell(text=f"{result.workload.count} × {format_size(result.workload.size)}"),
-            Cell(text=concrete),
-            Cell(text=streams, value=float(result.streams)),
-            *figures,
-            Cell(text=f"{len(result.samples)}/{repeats}", value=float(len(result.samples))),
-        ]
-        rows.append([Cell(text=target_label(result)), *row] if several else row)
+        rows.append(
+            [
+                *(Cell(text=label(result)) for _, label in extra),
+                Cell(text=f"{result.operation} {result.workload.label}"),
+                Cell(text=f"{result.workload.count} × {format_size(result.workload.size)}"),
+                Cell(text=concrete),
+                Cell(text=streams, value=float(result.streams)),
+                *figures,
+                Cell(text=f"{len(result.samples)}/{repeats}", value=float(len(result.samples))),
+            ]
+        )
     header = ["probe", "workload", "unit", "streams", "best", "median", "ok/repeats"]
     return Table(
         title="",
-        header=(["target"] if several else []) + header,
-        units=[""] * (len(header) + several),
+        header=[name for name, _ in extra] + header,
+        units=[""] * (len(header) + len(extra)),
         rows=rows,
-        labels=3 + several,
+        labels=3 + len(extra),
     )
 
 
@@ -527,6 +541,13 @@ def _best(results: Iterable[ResultLike]) -> ResultLike | None:
     return max(measured, key=lambda r: r.bytes_per_s) if measured else None
 
 
+def probe_key(result: ResultLike) -> tuple[str, int, int, str, int]:
+    """What makes two results the same probe: workload label, count and size, operation,
+    streams. The payload seed is not part of it: fresh bytes, same probe."""
+    workload = result.workload
+    return (workload.label, workload.count, workload.size, result.operation, result.streams)
+
+
 def _probe_title(result: ResultLike) -> str:
     return f"{result.operation} {result.workload.label}, {_plural(result.streams, 'stream')}"
 
@@ -557,9 +578,9 @@ def comparison_tables(
     legend = crown_legend(crown, tie, confidence)
     tables: list[Table] = []
     if by == "environment":
-        probes = list(dict.fromkeys((r.workload, r.operation, r.streams) for r in results))
+        probes = list(dict.fromkeys(probe_key(r) for r in results))
         for probe in probes:
-            members = [r for r in results if (r.workload, r.operation, r.streams) == probe]
+            members = [r for r in results if probe_key(r) == probe]
             environments = list(dict.fromkeys(env_name(r) for r in members))
             targets = list(dict.fromkeys(target_label(r) for r in members))
             grid: list[list[ResultLike | None]] = [
@@ -570,7 +591,9 @@ def comparison_tables(
                 for t in targets
             ]
             concrete = resolve_unit(
-                unit, [r.bytes_per_s for r in members if r.samples], object_size=probe[0].size
+                unit,
+                [r.bytes_per_s for r in members if r.samples],
+                object_size=members[0].workload.size,
             )
             tables.append(
                 _table(
@@ -589,7 +612,7 @@ def comparison_tables(
         return tables
     columns = list(
         dict.fromkeys(
-            (r.workload, r.operation, r.streams)
+            probe_key(r)
             for r in sorted(
                 results,
                 key=lambda r: (
@@ -608,8 +631,7 @@ def comparison_tables(
             _best(
                 r
                 for r in results
-                if (target_label(r), env_name(r)) == key
-                and (r.workload, r.operation, r.streams) == column
+                if (target_label(r), env_name(r)) == key and probe_key(r) == column
             )
             for column in columns
         ]
@@ -618,18 +640,14 @@ def comparison_tables(
     units = [
         resolve_unit(
             unit,
-            [
-                r.bytes_per_s
-                for r in results
-                if r.samples and (r.workload, r.operation, r.streams) == column
-            ],
-            object_size=column[0].size,
+            [r.bytes_per_s for r in results if r.samples and probe_key(r) == column],
+            object_size=column[2],
         )
         for column in columns
     ]
     names = [
-        f"{operation} {workload.label}, {_plural(streams, 'stream')}"
-        for workload, operation, streams in columns
+        f"{operation} {label}, {_plural(streams, 'stream')}"
+        for label, _, _, operation, streams in columns
     ]
     seen = ", ".join(dict.fromkeys(env_name(r) for r in results))
     labels = [[t, e] if several_envs else [t] for t, e in keys]

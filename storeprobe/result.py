@@ -9,6 +9,9 @@ too. All rates are 1024-based.
 Warnings and errors are :class:`~storeprobe.notices.Notice` values (a stable code, the
 message, what to do, the repeat). Results are written as a versioned JSON document
 (:func:`dump_results`); :func:`load_results` reads this version and every earlier one.
+
+Why ~500 lines: a Sample, a Result and the document they are written to change
+together (a new field is a schema bump), so they stay on one page.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 from attrs import field, frozen
 
 from storeprobe import render
+from storeprobe._version import __version__
 from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError, ResultFormatError
 from storeprobe.notices import Code, Notice
@@ -59,7 +63,7 @@ def _samples(value: Iterable[Sample]) -> tuple[Sample, ...]:
     return tuple(value)
 
 
-NoticeLike = Notice | Mapping[str, Any] | str
+NoticeLike = Notice | Mapping[str, Any]
 
 
 def _notice(value: NoticeLike) -> Notice:
@@ -68,15 +72,18 @@ def _notice(value: NoticeLike) -> Notice:
     if isinstance(value, Mapping):
         return Notice.from_dict(dict(value))
     if isinstance(value, str):
-        # text from code or documents that predate codes (schema 1)
-        return Notice(code=Code.UNCLASSIFIED, message=value)
+        raise ConfigurationError(
+            f"a warning or error is a Notice, not the text {value!r}: use "
+            "Notice(code=Code..., message=..., fix=...) (documents of schema 1 are "
+            "converted by load_results)"
+        )
     raise ConfigurationError(
-        f"a warning or error is a Notice, a dict or a text, not {type(value).__name__}"
+        f"a warning or error is a Notice or its dict, not {type(value).__name__}"
     )
 
 
 def _notices(value: Iterable[NoticeLike]) -> tuple[Notice, ...]:
-    if isinstance(value, str | Notice | Mapping):
+    if isinstance(value, str | Notice | Mapping):  # one notice, or a text, not a sequence
         raise ConfigurationError(
             "warnings and errors are sequences of notices: wrap a single one in a tuple"
         )
@@ -213,8 +220,9 @@ class Result:
     ``strategy`` says how (for example whether one object was split into parts).
     ``samples`` has one entry per successful repeat; ``errors`` one
     :class:`~storeprobe.notices.Notice` per failed repeat; ``warnings`` notices that say
-    what to check or do next. Both accept Notices, their dicts, or (for code and
-    documents older than codes) texts, which become code ``unclassified``.
+    what to check or do next. Both accept Notices or their dicts (texts are refused:
+    :func:`load_results` turns the texts of schema-1 documents into notices with code
+    ``unclassified``).
     """
 
     operation: Operation
@@ -428,8 +436,6 @@ class Result:
 
 def dump_results(results: Iterable[Result]) -> str:
     """A versioned JSON document holding ``results``."""
-    from storeprobe import __version__
-
     document = {
         "schema": _SCHEMA_NAME,
         "version": SCHEMA_VERSION,

@@ -29,6 +29,7 @@ from storeprobe.render import (
     CROWN,
     TIE,
     comparison_tables,
+    probe_key,
     render_tables,
     results_table,
     target_label,
@@ -72,7 +73,7 @@ class Saturation:
                 f"{self.threshold:.0%} of the best throughput; try more streams"
             )
         return (
-            f"saturation: {self.streams} stream{'s' if self.streams != 1 else ''} reach "
+            f"saturation: {self.streams} stream{'s reach' if self.streams != 1 else ' reaches'} "
             f"{self.threshold:.0%} of the best throughput (tried {span})"
         )
 
@@ -205,7 +206,7 @@ class ResultSet:
         measured = [result for result in self.results if result.samples]
         if not measured:
             return None
-        if len({(r.url, r.operation, r.workload) for r in measured}) != 1:
+        if len({(target_label(r), probe_key(r)[:4]) for r in measured}) != 1:
             raise ConfigurationError(
                 "saturation needs results of one probe on one target (use a sweep or filter)"
             )

@@ -280,38 +280,3 @@ def stability_notices(
             )
         )
     return found
-
-
-class _SampleLike(Protocol):
-    @property
-    def bytes_per_s(self) -> float: ...
-    @property
-    def elapsed_ns(self) -> int: ...
-    @property
-    def cpu_fraction(self) -> float | None: ...
-
-
-def stability_warnings(
-    samples: Sequence[_SampleLike],
-    *,
-    operation: str,
-    remote: bool,
-    clock_resolution_s: float | None = None,
-) -> list[str]:
-    """Transitional: :func:`stability_notices` of ``samples``, as text.
-
-    Kept only while ``storeprobe.probe`` still calls it; not public (not in ``__all__``)
-    and removed once the probe calls :func:`stability_notices`.
-    """
-    notices = stability_notices(
-        np.array([s.bytes_per_s for s in samples], dtype=np.float64),
-        np.array([s.elapsed_ns for s in samples], dtype=np.float64),
-        np.array(
-            [math.nan if s.cpu_fraction is None else s.cpu_fraction for s in samples],
-            dtype=np.float64,
-        ),
-        operation=operation,
-        remote=remote,
-        clock_resolution_s=clock_resolution_s,
-    )
-    return [str(notice) for notice in notices]

@@ -5,13 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from storeprobe import load_results
+from storeprobe import ResultSet, load_results
 from storeprobe.cli import main
 from tests.servers import S3_KEY, S3_SECRET, Server
 
@@ -74,6 +75,23 @@ def test_python_dash_m_and_help() -> None:
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     assert "storeprobe: error:" in capsys.readouterr().err
+
+
+def test_bad_stream_count_is_refused_before_a_temporary_directory_exists(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tempfile
+
+    created: list[str] = []
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: created.append("dir") or "/nowhere")
+    for argv in (
+        ["run", "--streams", "0"],
+        ["run", "--streams", "1", "5000"],
+        ["run", "--repeats", "0"],
+    ):
+        assert main(argv) == 2
+        assert "out of range" in capsys.readouterr().err
+    assert created == []
 
 
 def test_missing_directory_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -156,7 +174,10 @@ def test_run_two_targets_then_report_and_plot(
     assert "**upload 8 × 4 KiB, 1 stream**" in out
     assert "laptop (KiB/s)" in out
     assert "vm (KiB/s)" in out
-    assert "👑" in out
+    # one repeat each cannot show a significant difference: tie marks, and the rule
+    assert "👑" not in out.split("\n\n")[1]
+    assert "≈" in out
+    assert "significantly faster than the runner-up" in out
     assert chart.read_bytes().startswith(b"\x89PNG")
 
     assert main(["report", str(results), "--format", "csv", "--by", "probe", "--plain"]) == 0
@@ -196,15 +217,42 @@ def test_sweep_names_the_saturation_point(
     )
     assert code == 0
     printed = capsys.readouterr().out
-    assert "saturation:" in printed
-    assert [r.streams for r in load_results(out.read_text())] == [1, 2, 4]
+    loaded = ResultSet.load(out)
+    assert [r.streams for r in loaded] == [1, 2, 4]
+    saturation = loaded.sweep_saturation()
+    assert saturation is not None
+    assert printed.splitlines()[-1] == str(saturation)
+    if saturation.streams is None:  # never "saturation at 4" when 4 is the largest tried
+        assert printed.splitlines()[-1].startswith("no saturation within 1–4 streams")
     assert (tmp_path / "s.svg").read_text().startswith("<?xml")
 
 
-def test_progress_only_on_a_terminal(tmp_path: Path) -> None:
-    import os
+def _on_a_terminal(argv: list[str]) -> tuple[int, bytes]:
+    """Run ``argv`` with stderr on a 24 × 120 pseudo-terminal; its exit code and output."""
+    import fcntl
     import pty
+    import struct
+    import termios
 
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+    process = subprocess.Popen(argv, stdin=terminal, stdout=subprocess.PIPE, stderr=terminal)
+    os.close(terminal)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:  # the terminal closed: the process has finished
+            break
+        if not chunk:
+            break
+        seen += chunk
+    process.wait(60)
+    os.close(controller)
+    return process.returncode, seen
+
+
+def test_progress_only_on_a_terminal(tmp_path: Path) -> None:
     argv = [
         sys.executable,
         "-m",
@@ -219,25 +267,21 @@ def test_progress_only_on_a_terminal(tmp_path: Path) -> None:
     piped = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert piped.returncode == 0
     assert "\r" not in piped.stderr
-    assert "MiB/s" not in piped.stderr.split("upload")[0]
+    assert "B/s" not in piped.stderr.split("upload")[0]
 
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(argv, stdin=terminal, stdout=subprocess.PIPE, stderr=terminal)
-    os.close(terminal)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(controller, 4096)
-        except OSError:  # the terminal closed: the process has finished
-            break
-        if not chunk:
-            break
-        seen += chunk
-    process.wait(60)
-    os.close(controller)
-    assert process.returncode == 0
-    assert b"\r  upload 64 \xc3\x97 64 KiB" in seen  # the progress line, redrawn in place
-    assert b" %" in seen
+    code, seen = _on_a_terminal(argv)
+    assert code == 0
+    assert b"\rupload 64 \xc3\x97 64 KiB (file://" in seen  # tqdm's bar, redrawn in place
+    assert b"  0%|" in seen
+
+    # --no-progress on a terminal draws nothing; --progress when piped draws
+    code, seen = _on_a_terminal([*argv, "--no-progress"])
+    assert code == 0
+    assert b"\rupload" not in seen
+    forced = subprocess.run([*argv, "--progress"], capture_output=True, text=True, timeout=120)
+    assert forced.returncode == 0
+    assert "upload 64 × 64 KiB (file://" in forced.stderr  # text mode turns \r into \n
+    assert "  0%|" in forced.stderr
 
 
 def test_run_stages_a_large_split_object(
@@ -256,3 +300,124 @@ def test_run_stages_a_large_split_object(
     assert all("(staged through a local file)" in r.strategy for r in loaded)
     assert list(staging.iterdir()) == []
     capsys.readouterr()
+
+
+def test_several_urls_print_a_target_column_in_the_unit_asked(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["run", "memory://cli-a", "memory://cli-b", "--workload", "4x1KiB", "--repeats", "2"]
+    assert main([*argv, "--unit", "MiB/s", "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert [c.strip() for c in lines[0].split("|")[1:4]] == ["target", "probe", "workload"]
+    assert [line.split("|")[1].strip() for line in lines[2:]] == [
+        "memory://cli-a",
+        "memory://cli-a",
+        "memory://cli-b",
+        "memory://cli-b",
+    ]
+    assert {line.split("|")[4].strip() for line in lines[2:]} == {"MiB/s"}
+    # every warning says which probe, target and stream count it concerns
+    warnings = [line for line in captured.err.splitlines() if line.startswith("warning:")]
+    assert warnings
+    for line in warnings:
+        assert line.startswith(
+            (
+                "warning: upload 4 × 1 KiB on memory://cli-a, 1 stream: ",
+                "warning: download 4 × 1 KiB on memory://cli-a, 1 stream: ",
+                "warning: upload 4 × 1 KiB on memory://cli-b, 1 stream: ",
+                "warning: download 4 × 1 KiB on memory://cli-b, 1 stream: ",
+            )
+        )
+
+
+def test_report_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    results = tmp_path / "r.json"
+    assert (
+        main(
+            [
+                "run",
+                "memory://pipe",
+                "--workload",
+                "2x1KiB",
+                "--repeats",
+                "1",
+                "--no-progress",
+                "--json",
+                str(results),
+            ]
+        )
+        == 0
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "storeprobe", "report", str(results)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    process.stdout.close()  # as `| head` does once it has its lines
+    _, err = process.communicate(timeout=60)
+    assert b"Traceback" not in err
+    assert b"BrokenPipeError" not in err
+    assert process.returncode == 141
+
+
+@pytest.mark.parametrize("command", ["run", "sweep", "report"])
+def test_every_option_has_help_and_shows_its_default(command: str) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "storeprobe", command, "--help"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert completed.returncode == 0
+    text = completed.stdout
+    assert "%%" not in text
+    # one block per argument: its invocation, then its help (same line or indented below)
+    blocks: list[list[str]] = []
+    for line in text.split("positional arguments:")[1].splitlines():
+        if line.startswith("  ") and not line.startswith("   "):
+            blocks.append([line.strip()])
+        elif line.startswith("   ") and blocks:
+            blocks[-1].append(line.strip())
+    assert len(blocks) >= 3
+    for block in blocks:
+        invocation, _, rest = block[0].partition("  ")
+        if invocation.startswith("-h, --help"):
+            continue
+        assert (rest.strip() + " ".join(block[1:])).strip(), f"{command}: no help for {invocation}"
+    for default in {
+        "run": [
+            "(default: [1])",
+            "(default: 3)",
+            "(default: 300.0)",
+            "(default: 1GiB)",
+            "(default: auto)",
+            "(default: workload)",
+        ],
+        "sweep": [
+            "(default: download)",
+            "(default: small)",
+            "(default: [1, 2, 4, 8, 16, 32])",
+            "(default: 3)",
+            "(default: workload)",
+        ],
+        "report": ["(default: markdown)", "(default: environment)", "(default: workload)"],
+    }[command]:
+        assert default in " ".join(text.split()), f"{command}: {default} missing"
+    if command == "sweep":
+        assert "95 % of the best" in text
+
+
+def test_seed_reproduces_a_run_and_no_seed_draws_a_fresh_one(tmp_path: Path) -> None:
+    """Needs Probe(seed=...) from the core rewrite (issue 12 item 2)."""
+    argv = ["run", "memory://seeded", "--workload", "2x1KiB", "--repeats", "1", "--no-progress"]
+    files = [tmp_path / f"{name}.json" for name in ("a", "b", "c", "d")]
+    assert main([*argv, "--seed", "7", "--json", str(files[0])]) == 0
+    assert main([*argv, "--seed", "7", "--json", str(files[1])]) == 0
+    assert main([*argv, "--json", str(files[2])]) == 0
+    assert main([*argv, "--json", str(files[3])]) == 0
+    seeded = [r.workload.seed for f in files[:2] for r in load_results(f)]
+    assert seeded == [7, 7, 7, 7]
+    fresh = {r.workload.seed for f in files[2:] for r in load_results(f)}
+    assert len(fresh) >= 2  # a fresh random seed per measurement

@@ -1,3 +1,8 @@
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
 import storeprobe
 
 
@@ -13,3 +18,39 @@ def test_all_matches_public_names() -> None:
 
 def test_version() -> None:
     assert storeprobe.__version__
+
+
+def _imports(module: Path) -> set[str]:
+    """Every storeprobe module ``module`` imports (anywhere in it, as import-linter sees)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(module.read_text())):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.startswith("storeprobe")
+        ):
+            for alias in node.names:
+                name = f"{node.module}.{alias.name}"
+                is_module = (PACKAGE.parent / (name.replace(".", "/") + ".py")).exists()
+                found.add(name if is_module else node.module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("storeprobe")}
+    return found
+
+
+PACKAGE = Path(storeprobe.__file__).parent
+
+
+def test_no_module_imports_the_package_root() -> None:
+    # importing `storeprobe` from inside it would hide a cycle through __init__
+    for module in PACKAGE.rglob("*.py"):
+        if module.name in ("__init__.py", "__main__.py"):
+            continue
+        assert "storeprobe" not in _imports(module), module
+
+
+def test_statistics_and_rendering_never_import_results() -> None:
+    for name in ("stats", "render", "units", "notices"):
+        imported = _imports(PACKAGE / f"{name}.py")
+        assert not imported & {"storeprobe.result", "storeprobe.resultset"}, name
+    assert "storeprobe.render" not in _imports(PACKAGE / "stats.py")

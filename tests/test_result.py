@@ -118,14 +118,12 @@ def test_warnings_and_errors_are_notices() -> None:
     )
     assert summary[1:] == ["  error: repeat 2: timeout: no answer within 2 s", high, high]
     assert "repeat 2: timeout" in result._repr_html_()
-    # a text (code or documents older than codes) is an unclassified notice
-    legacy = make_result([1], warnings=("cleanup could not delete 1 item",))
-    assert legacy.warnings == (
-        Notice(code=Code.UNCLASSIFIED, message="cleanup could not delete 1 item"),
-    )
+    # a text is refused: only schema-1 documents carry texts, and loading converts them
+    with pytest.raises(ConfigurationError, match="Notice, not the text"):
+        make_result([1], warnings=["cleanup could not delete 1 item"])
     with pytest.raises(ConfigurationError, match="wrap a single one"):
         make_result([1], warnings=HIGH)
-    with pytest.raises(ConfigurationError, match="not int"):
+    with pytest.raises(ConfigurationError, match="Notice or its dict, not int"):
         make_result([1], warnings=[3])
     with pytest.raises(ValueError, match="no-such-code"):
         make_result([1], warnings=[{"code": "no-such-code", "message": "x"}])
@@ -210,7 +208,7 @@ def test_a_version_1_document_written_by_the_first_release_loads() -> None:
     assert upload.samples[0].requests_by_kind == {}
     assert (upload.samples[0].bytes_sent, upload.samples[0].bytes_received) == (0, 0)
     assert upload.environment.label == "fixture-machine"
-    assert upload.workload == Workload(count=4, size="1KiB")
+    assert upload.workload == Workload(count=4, size="1KiB", seed=0)
     # once loaded, it is written as version 2 and reads back the same
     assert load_results(dump_results(results)) == results
     assert load_results(path.read_text()) == results
