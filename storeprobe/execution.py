@@ -51,11 +51,13 @@ def execute(
     landings: Sequence[Landing] | None = None,
     wrap: Wrapper | None = None,
     callback: Callback | None = None,
+    total: int | None = None,
 ) -> Run:
     """Run ``plan`` on ``backend`` with ≤ ``streams`` requests in flight.
 
     ``bodies`` and ``landings`` follow the plan's requests (None: none). ``callback``
-    gets the progress of the run's payload bytes, from another thread.
+    gets the progress of the run's payload bytes (of ``total``, by default what the
+    plan's bodies and ranges say), from another thread.
     """
     count = len(plan.requests)
     bodies = bodies if bodies is not None else [None] * count
@@ -63,7 +65,7 @@ def execute(
     meter = None
     if callback is not None:
         meter = Meter()
-        meter.reset(plan.expected_bytes)
+        meter.reset(plan.expected_bytes if total is None else total)
     if isinstance(backend, AsyncBackend):
         bound = backend.bind(plan.phases, bodies, landings, clock)
         phases = bound.phases if wrap is None else positioned(bound.phases, wrap.for_async)

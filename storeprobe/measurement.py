@@ -396,6 +396,7 @@ class Measurement:
             landings=landings,
             wrap=wrap,
             callback=self.callback if timed else None,
+            total=self.workload.total_bytes,
         )
 
     def _delete(self, names: Sequence[str]) -> list[str]:
