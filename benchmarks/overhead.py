@@ -4,8 +4,11 @@ The probe's timed window runs a plan of request jobs through its engine (≤ N i
 a deadline per request, per-request clock marks and bookkeeping). This benchmark runs the
 *same* jobs two ways, alternately, on the same event loop or thread pool:
 
-- **bare**: the jobs awaited (or called) by N plain workers — nothing else — timed from
-  before the first job to after the last, on the event loop (or the calling thread);
+- **bare**: the jobs awaited (or called) by N plain workers — nothing else but keeping
+  each job's outcome, as the probe must (a download's outcome holds the bytes it read,
+  which verification checks after the window; dropping them at once would let the
+  allocator hand the same memory back to the next read) — timed from before the first
+  job to after the last, on the event loop (or the calling thread);
 - **engine**: storeprobe's engine (``run_async`` / ``run_sync``) as a probe runs them,
   timed as the probe reports it: from the first request's start to the last one's end.
 
@@ -71,39 +74,42 @@ Backend = AsyncBackend | SyncBackend
 Phases = tuple[tuple[Any, ...], ...]  # of AsyncJob or of SyncJob
 
 
-async def _bare_worker(queue: Iterator[AsyncJob]) -> None:
+async def _bare_worker(queue: Iterator[AsyncJob], kept: list[Outcome]) -> None:
     for job in queue:
-        await job.call()
+        kept.append(await job.call())
 
 
 async def _bare_async(phases: Sequence[Sequence[AsyncJob]], streams: int) -> int:
+    kept: list[Outcome] = []  # the outcomes, held until the window closes
     start = time.perf_counter_ns()  # on the loop: the hop into it is not counted
     for phase in phases:
         queue = iter(phase)
-        await asyncio.gather(*(_bare_worker(queue) for _ in range(min(streams, len(phase)))))
+        workers = min(streams, len(phase))
+        await asyncio.gather(*(_bare_worker(queue, kept) for _ in range(workers)))
     return time.perf_counter_ns() - start
 
 
-def _bare_thread(queue: Iterator[SyncJob], lock: threading.Lock) -> None:
+def _bare_thread(queue: Iterator[SyncJob], lock: threading.Lock, kept: list[Outcome]) -> None:
     while True:
         with lock:
             job = next(queue, None)
         if job is None:
             return
-        job.call()
+        kept.append(job.call())  # list.append is atomic under the GIL
 
 
 def _bare_sync(phases: Sequence[Sequence[SyncJob]], streams: int) -> int:
+    kept: list[Outcome] = []
     start = time.perf_counter_ns()
     for phase in phases:
         queue, lock = iter(phase), threading.Lock()
         threads = [
-            threading.Thread(target=_bare_thread, args=(queue, lock))
+            threading.Thread(target=_bare_thread, args=(queue, lock, kept))
             for _ in range(min(streams, len(phase)) - 1)
         ]
         for thread in threads:
             thread.start()
-        _bare_thread(queue, lock)
+        _bare_thread(queue, lock, kept)
         for thread in threads:
             thread.join()
     return time.perf_counter_ns() - start
@@ -187,9 +193,10 @@ class Runner:
             plan = upload_plan(self.setup, self.workload, names)
             self._execute_bare(self.backend, self._bind(self.backend, plan, self.workload))
             self.names = names
-            range_reader = getattr(self.backend, "range_reader", None)
-            if self.layout.split and range_reader is not None:
-                self.reader = range_reader(names[0])  # untimed: obstore or s3fs
+            if self.layout.split:  # untimed, as the probe asks: obstore's fallback is s3fs
+                reader = self.backend.range_reader(names[0])
+                assert isinstance(reader, AsyncBackend | SyncBackend)
+                self.reader = reader
         self.backend.after_upload(self.names)
         plan = download_plan(self.layout, self.workload, self.names)
         return self.reader, self._bind(self.reader, plan, self.workload)

@@ -35,7 +35,7 @@ CASE = """
 import json, sys, tempfile
 sys.path.insert(0, {root!r})
 from storeprobe import Probe, Workload
-from storeprobe.probe import _Shape
+from storeprobe.planning import choose
 def high_water_mib():  # VmHWM: this process image's peak RSS (ru_maxrss survives exec)
     with open("/proc/self/status") as status:
         return next(int(l.split()[1]) for l in status if l.startswith("VmHWM")) / 1024
@@ -43,13 +43,16 @@ workload = Workload.parse({spec!r})
 url, options = {url!r}, {options!r}
 with tempfile.TemporaryDirectory(dir="/var/tmp") as directory:
     probe = Probe.from_url(url or directory, options, streams={streams}, repeats=1)
-    shape = _Shape.choose(probe.target.backend, workload, {streams}, None)
-    in_flight = shape.effective_streams * shape.part_size if shape.split else workload.size
+    backend = probe.target.backend
+    layout = choose(backend.capabilities, backend.client, {operation!r}, workload, {streams},
+                    part_size=probe.part_size, stage_above=probe.stage_above)
+    in_flight = layout.effective_streams * layout.part_size if layout.split else workload.size
     baseline = high_water_mib()
     result = probe.measure({operation!r}, workload)
 print(json.dumps({{
     "ok": result.ok,
-    "errors": list(result.errors),
+    "errors": [str(error) for error in result.errors],
+    "requests_by_kind": result.requests_by_kind,
     "strategy": result.strategy,
     "client": result.backend,
     "seconds": result.best_seconds if result.samples else None,
@@ -66,8 +69,13 @@ def run(url: str, options: dict[str, object], spec: str, operation: str, streams
     code = CASE.format(
         root=str(ROOT), url=url, options=options, spec=spec, operation=operation, streams=streams
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{operation} {spec} at {streams} streams failed:\n{done.stderr}")
+    figures: dict = json.loads(done.stdout.strip().splitlines()[-1])
+    if figures["seconds"] is None:
+        raise RuntimeError(f"{operation} {spec} on {url or 'a local disk'}: {figures['errors']}")
+    return figures
 
 
 def bare_local(count: int, size: int = 4096) -> tuple[float, float]:
