@@ -114,7 +114,8 @@ class Target:
     root: str = field()
     url: str = field(default="")
     options: dict[str, Any] = field(factory=dict)
-    _secrets: tuple[str, ...] = field(factory=tuple, repr=False)
+    #: secret values to scrub from errors; None: those of the filesystem's own options
+    _secrets: tuple[str, ...] | None = field(default=None, repr=False)
     #: secrets resolved later (credentials botocore finds when obstore signs a request)
     _secret_source: Callable[[], tuple[str, ...]] | None = field(default=None, repr=False)
     #: the client family that makes the requests (by default picked from ``fs``'s class)
@@ -140,7 +141,7 @@ class Target:
         self.root = self.fs._strip_protocol(self.root).rstrip("/") if self.root else ""
         if not self.url:
             self.url = f"{self.protocol}://{self.root}"
-        if not self._secrets:  # a filesystem built by the caller: its own options
+        if self._secrets is None:  # a filesystem built by the caller: its own options
             self._secrets = secret_values(getattr(self.fs, "storage_options", None) or {})
         if self.backend.fs is not self.fs:
             raise ConfigurationError("backend must drive the target's own filesystem")
@@ -257,7 +258,7 @@ class Target:
     def scrub(self, text: str) -> str:
         """``text`` with every secret value of this target replaced by ***."""
         late = self._secret_source() if self._secret_source is not None else ()
-        return scrub_patterns(scrub(text, (*self._secrets, *late)))
+        return scrub_patterns(scrub(text, (*(self._secrets or ()), *late)))
 
     def describe_error(self, exc: BaseException) -> str:
         """One line naming the error type and its scrubbed message (first line, ≤ 400 chars)."""
@@ -268,17 +269,11 @@ class Target:
 
         The backend's own mapping (its error codes or classes) is asked first."""
         where = f"{action} on {self.url}"
-        kind = self.backend.classify(exc)
-        if kind is not None and not isinstance(exc, StoreProbeError):
-            hint = _HINTS.get(kind, "")
-            return kind(f"{where}: {self.describe_error(exc)}{hint}")
+        classified = self.backend.classify(exc)
+        if classified is not None and not isinstance(exc, StoreProbeError):
+            kind, fix = classified
+            return kind(f"{where}: {self.describe_error(exc)}. {fix[:1].upper()}{fix[1:]}")
         return translate_error(exc, where, self.scrub)
-
-
-_HINTS: dict[type[TargetError], str] = {
-    TargetNotFoundError: ". Check the bucket, container or path exists",
-    TargetPermissionError: ". Check the credentials and their permissions",
-}
 
 
 def describe_error(exc: BaseException, scrubber: Callable[[str], str]) -> str:

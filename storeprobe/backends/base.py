@@ -39,6 +39,7 @@ __all__ = [
     "AsyncBound",
     "Backend",
     "Capabilities",
+    "Classified",
     "Landing",
     "SyncBackend",
     "SyncBound",
@@ -46,6 +47,8 @@ __all__ = [
     "check_directory",
 ]
 
+#: how a backend maps one of its errors: storeprobe's error class and what to do
+Classified = tuple[type[TargetError], str]
 #: where a read lands: a buffer the probe prepared before the window (or None)
 Landing = bytearray | memoryview | None
 
@@ -156,8 +159,9 @@ class Backend:
         ``path`` (untimed, once per measurement) finds the client cannot (see obstore)."""
         return self
 
-    def classify(self, exc: BaseException) -> type[TargetError] | None:
-        """The error class for ``exc`` when this client's errors say more than their type."""
+    def classify(self, exc: BaseException) -> Classified | None:
+        """The error class for ``exc`` and what to do, when this client's errors say more
+        than their type (an error code, a class of its own); None: map by type."""
         return None
 
     def body(self, workload: Workload, part: Part) -> Body:

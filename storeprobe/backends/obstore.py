@@ -21,9 +21,16 @@ from typing import Any
 
 import fsspec
 
-from storeprobe.backends.base import AsyncBackend, Backend, Capabilities, Landing, check_bucket
+from storeprobe.backends.base import (
+    AsyncBackend,
+    Backend,
+    Capabilities,
+    Classified,
+    Landing,
+    check_bucket,
+)
 from storeprobe.backends.fsspec import unsupported
-from storeprobe.errors import TargetError, TargetNotFoundError, TargetPermissionError
+from storeprobe.errors import TargetNotFoundError, TargetPermissionError
 from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Request, StagedFile
 from storeprobe.transfer import Clock
 from storeprobe.units import GiB, MiB
@@ -84,13 +91,13 @@ class ObstoreBackend(AsyncBackend):
     def remove_prefix(self, prefix: str) -> None:
         self.fs.invalidate_cache()
 
-    def classify(self, exc: BaseException) -> type[TargetError] | None:
+    def classify(self, exc: BaseException) -> Classified | None:
         """By obstore's exception classes."""
         names = {klass.__name__ for klass in type(exc).__mro__}
         if "NotFoundError" in names:
-            return TargetNotFoundError
+            return TargetNotFoundError, "check the bucket and path exist"
         if names & {"PermissionDeniedError", "UnauthenticatedError"}:
-            return TargetPermissionError
+            return TargetPermissionError, "check the credentials and their permissions"
         return None
 
     def body(self, workload: Workload, part: Part) -> Body:

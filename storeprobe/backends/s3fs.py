@@ -22,11 +22,12 @@ from storeprobe.backends.base import (
     AsyncBackend,
     AsyncBound,
     Capabilities,
+    Classified,
     Landing,
     check_bucket,
 )
 from storeprobe.backends.fsspec import unsupported
-from storeprobe.errors import TargetError, TargetNotFoundError, TargetPermissionError
+from storeprobe.errors import TargetNotFoundError, TargetPermissionError
 from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Request
 from storeprobe.transfer import Clock
 from storeprobe.units import GiB, MiB
@@ -34,6 +35,10 @@ from storeprobe.workload import Workload, filled_buffer
 
 __all__ = ["S3Backend", "refuses_conditional_write"]
 
+_NO_CREDENTIALS = (
+    "no AWS credentials found: pass key and secret in storage_options, set "
+    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or name a profile (profile=...)"
+)
 _CHUNK = 1 << 20  # bytes asked of a response stream per read
 _NOT_IMPLEMENTED = ("NotImplemented", "501")
 
@@ -135,16 +140,18 @@ class S3Backend(AsyncBackend):
     def remove_prefix(self, prefix: str) -> None:
         self.fs.invalidate_cache()
 
-    def classify(self, exc: BaseException) -> type[TargetError] | None:
-        """By botocore's error code, where s3fs kept it."""
+    def classify(self, exc: BaseException) -> Classified | None:
+        """By botocore's error class and code, where s3fs kept them."""
+        if type(exc).__name__ == "NoCredentialsError":
+            return TargetPermissionError, _NO_CREDENTIALS
         response = getattr(exc, "response", None)
         if not isinstance(response, dict):
             return None
         code = response.get("Error", {}).get("Code")
         if code in ("NoSuchBucket", "NoSuchKey"):
-            return TargetNotFoundError
+            return TargetNotFoundError, "check the bucket and path exist"
         if code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
-            return TargetPermissionError
+            return TargetPermissionError, "check the credentials and their permissions"
         return None
 
     def body(self, workload: Workload, part: Part) -> Body:
