@@ -11,7 +11,6 @@ from __future__ import annotations
 from storeprobe._version import __version__
 from storeprobe.environment import Environment
 from storeprobe.errors import (
-    CleanupError,
     ConfigurationError,
     MissingDependencyError,
     ResultFormatError,
@@ -33,7 +32,6 @@ from storeprobe.workload import Workload
 
 __all__ = [
     "SCHEMA_VERSION",
-    "CleanupError",
     "Code",
     "ConfigurationError",
     "Environment",

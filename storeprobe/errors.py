@@ -11,8 +11,7 @@ would naturally catch, so ``except ValueError`` and ``except OSError`` keep work
     └── TargetError (OSError)                the storage cannot be used as asked
         ├── TargetUnreachableError (ConnectionError)
         ├── TargetPermissionError (PermissionError)
-        ├── TargetNotFoundError (FileNotFoundError)
-        └── CleanupError                     cleanup could not remove everything it wrote
+        └── TargetNotFoundError (FileNotFoundError)
 
     StoreProbeWarning (UserWarning)          a figure means less than it seems; also on
                                              Result.warnings
@@ -23,7 +22,6 @@ Messages say what is wrong and what to do about it, and never contain a secret.
 from __future__ import annotations
 
 __all__ = [
-    "CleanupError",
     "ConfigurationError",
     "MissingDependencyError",
     "ResultFormatError",
@@ -71,14 +69,6 @@ class TargetPermissionError(TargetError, PermissionError):
 
 class TargetNotFoundError(TargetError, FileNotFoundError):
     """The bucket, container or root directory does not exist."""
-
-
-class CleanupError(TargetError):
-    """Some objects the probe wrote could not be deleted; ``leftovers`` names them."""
-
-    def __init__(self, message: str, leftovers: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
-        self.leftovers = leftovers
 
 
 class StoreProbeWarning(UserWarning):
