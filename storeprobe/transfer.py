@@ -278,6 +278,8 @@ def _run_phase_sync(jobs: Sequence[SyncJob], first: int, streams: int, tracker: 
             tracker.end(start, outcome, number, kind_number, position)
 
     workers = min(streams, len(jobs))
+    if workers == 0:
+        return
     if workers == 1:
         worker()
         return

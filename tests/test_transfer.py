@@ -506,3 +506,13 @@ def test_sync_engine_stops_every_worker_after_an_error() -> None:
         run_sync(phases, 3, time.perf_counter_ns)
     assert calls.count("fail") == 1
     assert calls.count("ok") <= 2  # at most one per other worker, none after the failure
+
+
+def test_empty_phases_run_to_an_empty_run() -> None:
+    for run in (
+        run_sync(((),), 4, StepClock()),
+        asyncio.run(run_async(((),), 4, StepClock())),
+    ):
+        assert run.outcomes == ()
+        assert run.timings.start_ns.size == 0
+        assert run.requests_by_kind() == {}
