@@ -30,7 +30,7 @@ from fsspec.callbacks import Callback
 from storeprobe.environment import check_label
 from storeprobe.errors import ConfigurationError
 from storeprobe.measurement import Measurement
-from storeprobe.result import OPERATIONS, Operation, Result
+from storeprobe.result import OPERATIONS, Result, Transfer
 from storeprobe.resultset import ResultSet
 from storeprobe.target import Target
 from storeprobe.transfer import Clock
@@ -193,7 +193,7 @@ class Probe:
 
     def sweep(
         self,
-        operation: Operation,
+        operation: Transfer,
         workload: Workload,
         streams: Sequence[int] = (1, 2, 4, 8, 16, 32),
     ) -> ResultSet:
@@ -212,7 +212,7 @@ class Probe:
         """Time reading ``workload`` back after an untimed upload."""
         return self.measure("download", workload)
 
-    def measure(self, operation: Operation, workload: Workload) -> Result:
+    def measure(self, operation: Transfer, workload: Workload) -> Result:
         """Run ``operation`` on ``workload`` ``repeats`` times and return the Result.
 
         A workload without a seed gets the probe's ``seed``, or a fresh random one.

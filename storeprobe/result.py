@@ -31,6 +31,7 @@ from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError, ResultFormatError
 from storeprobe.notices import Code, Notice
 from storeprobe.stats import Percentiles, Summary, percentiles, summarize
+from storeprobe.step import Step
 from storeprobe.units import kib_per_s, mib_per_s, mibit_per_s
 from storeprobe.workload import Workload
 
@@ -50,13 +51,18 @@ __all__ = [
 #   2 — 2026-11-30: warnings and errors are objects {code, message, fix, repeat}; samples
 #       gain requests_by_kind, bytes_sent and bytes_received. Version 1 still loads: its
 #       texts become notices with code "unclassified", its samples get the defaults.
+#       Also in 2: environment gains cpu_model, memory_bytes, operating_system, endpoint,
+#       rtt_s, rtt_note; operations backup, restore, head, list, delete; results of a
+#       scenario step carry "step" (absent or null otherwise).
 SCHEMA_VERSION = 2
 #: every version load_results reads
 READABLE_VERSIONS = (1, 2)
 _SCHEMA_NAME = "storeprobe.results"
 
-Operation = Literal["upload", "download"]
-OPERATIONS: tuple[Operation, ...] = ("upload", "download")
+Operation = Literal["upload", "download", "backup", "restore", "head", "list", "delete"]
+#: the operations of the seed probes: a workload's upload and download
+Transfer = Literal["upload", "download"]
+OPERATIONS: tuple[Transfer, ...] = ("upload", "download")
 
 
 def _samples(value: Iterable[Sample]) -> tuple[Sample, ...]:
@@ -237,6 +243,9 @@ class Result:
     errors: tuple[Notice, ...] = field(default=(), converter=_notices)
     warnings: tuple[Notice, ...] = field(default=(), converter=_notices)
     environment: Environment
+    #: the scenario step this result is (None for a seed probe); for a step, ``workload``
+    #: summarises the dataset version: its file count and mean file size
+    step: Step | None = None
 
     # -- identity -----------------------------------------------------------------
     @property
@@ -398,6 +407,7 @@ class Result:
             "errors": [notice.to_dict() for notice in self.errors],
             "warnings": [notice.to_dict() for notice in self.warnings],
             "environment": self.environment.to_dict(),
+            "step": None if self.step is None else self.step.to_dict(),
         }
 
     @classmethod
@@ -417,6 +427,7 @@ class Result:
                 errors=tuple(Notice.from_dict(notice) for notice in data["errors"]),
                 warnings=tuple(Notice.from_dict(notice) for notice in data["warnings"]),
                 environment=Environment.from_dict(data["environment"]),
+                step=None if data.get("step") is None else Step.from_dict(data["step"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ResultFormatError(f"malformed result record: {exc!r}") from exc

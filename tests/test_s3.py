@@ -244,7 +244,7 @@ def test_no_credentials_anywhere_is_a_clear_error(
     _aws_profile(monkeypatch, tmp_path, S3_SECRET)
     options = {"client_kwargs": {"endpoint_url": s3_server.endpoint}}  # default profile: none
     probe = Probe.from_url("s3://bench/x", options, client=client, repeats=1)
-    with pytest.raises(TargetPermissionError, match="(?i)no AWS credentials found") as info:
+    with pytest.raises(TargetPermissionError, match=r"(?i)no AWS credentials found") as info:
         probe.upload(SMALLISH)
     assert "AWS_ACCESS_KEY_ID" in str(info.value)  # what to set, whichever client
 
