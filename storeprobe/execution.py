@@ -7,6 +7,7 @@ on the client's event loop (asynchronous clients) or a thread pool (synchronous 
 A failed plan is aborted (a half-done multipart upload, an open file) before the error
 goes on. Progress, when asked, is pumped from another thread (:mod:`storeprobe.progress`).
 
+:func:`delete_names` deletes what a run wrote, one name at a time, tolerating failures;
 :func:`bounded` runs one synchronous preparation step with a deadline.
 """
 
@@ -22,13 +23,15 @@ from fsspec.callbacks import Callback
 
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backends.base import Landing
-from storeprobe.jobs import Wrapper, positioned
-from storeprobe.planning import Plan
+from storeprobe.errors import TargetUnreachableError
+from storeprobe.jobs import Wrapper, positioned, tolerating
+from storeprobe.planning import Plan, delete_plan
 from storeprobe.progress import Pump
 from storeprobe.request import Body
+from storeprobe.target import Target
 from storeprobe.transfer import Clock, Meter, Run, run_async, run_sync
 
-__all__ = ["bounded", "execute"]
+__all__ = ["bounded", "delete_names", "execute"]
 
 
 @contextlib.contextmanager
@@ -124,3 +127,50 @@ def bounded(call: Callable[[], object], timeout: float | None) -> None:
         raise TimeoutError(f"no answer within {timeout:g} s")
     if outcome[0] is not None:
         raise outcome[0]
+
+
+def delete_names(
+    target: Target, names: Sequence[str], *, streams: int, clock: Clock, timeout: float | None
+) -> list[str]:
+    """Delete ``names`` (untimed, ≤ ``streams`` at once); return those that remain, each
+    with why.
+
+    Each name is deleted on its own (never a recursive or listing delete); a name already
+    gone counts as deleted. Once the storage is unreachable, the remaining names are not
+    attempted: they are reported.
+    """
+    if not names:
+        return []
+    backend = target.backend
+    failed: list[str] = []
+    unreachable: list[str] = []
+
+    def tolerate(position: int, exc: BaseException | None) -> bool:
+        """True when the job should go on; records ``exc``."""
+        name = names[position]
+        if exc is None:
+            if unreachable:
+                failed.append(f"{name} (not attempted: {unreachable[0]})")
+                return False
+            return True
+        if isinstance(exc, FileNotFoundError):
+            return True
+        error = target.translate(exc, "deleting")
+        if isinstance(error, TargetUnreachableError) or isinstance(exc, TimeoutError):
+            unreachable.append(target.describe_error(exc))
+        failed.append(f"{name} ({target.describe_error(exc)})")
+        return True
+
+    try:
+        execute(
+            backend,
+            delete_plan(names),
+            streams=streams,
+            clock=clock,
+            timeout=None,
+            wrap=tolerating(tolerate, timeout),
+        )
+    except Exception as exc:
+        return [f"{name} ({target.describe_error(exc)})" for name in names]
+    backend.fs.invalidate_cache()
+    return failed

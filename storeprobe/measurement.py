@@ -39,15 +39,14 @@ from fsspec.callbacks import Callback
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backends.base import Landing
 from storeprobe.environment import Environment, endpoint_of
-from storeprobe.errors import StoreProbeWarning, TargetUnreachableError
-from storeprobe.execution import bounded, execute
-from storeprobe.jobs import ABSENT, Wrapper, land_ranges, release_parts, settling, tolerating
+from storeprobe.errors import StoreProbeWarning
+from storeprobe.execution import bounded, delete_names, execute
+from storeprobe.jobs import ABSENT, Wrapper, land_ranges, release_parts, settling
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import (
     Layout,
     Plan,
     choose,
-    delete_plan,
     download_plan,
     head_plan,
     upload_plan,
@@ -398,41 +397,10 @@ class Measurement:
         )
 
     def _delete(self, names: Sequence[str]) -> list[str]:
-        """Delete ``names`` (untimed, ≤ streams at once); return those that remain.
-
-        Each name is deleted on its own (never a recursive or listing delete). Once the
-        storage is unreachable, the remaining names are not attempted: they are reported.
-        """
-        if not names:
-            return []
-        backend = self.target.backend
-        target = self.target
-        failed: list[str] = []
-        unreachable: list[str] = []
-        plan = delete_plan(names)
-
-        def tolerate(position: int, exc: BaseException | None) -> bool:
-            """True when the job should go on; records ``exc``."""
-            name = names[position]
-            if exc is None:
-                if unreachable:
-                    failed.append(f"{name} (not attempted: {unreachable[0]})")
-                    return False
-                return True
-            if isinstance(exc, FileNotFoundError):
-                return True
-            error = target.translate(exc, "deleting")
-            if isinstance(error, TargetUnreachableError) or isinstance(exc, TimeoutError):
-                unreachable.append(target.describe_error(exc))
-            failed.append(f"{name} ({target.describe_error(exc)})")
-            return True
-
-        try:
-            self._execute(backend, plan, wrap=tolerating(tolerate, self.timeout), timeout=None)
-        except Exception as exc:
-            return [f"{name} ({target.describe_error(exc)})" for name in names]
-        backend.fs.invalidate_cache()
-        return failed
+        """Delete ``names`` (untimed); return those that remain (see :func:`delete_names`)."""
+        return delete_names(
+            self.target, names, streams=self.streams, clock=self.clock, timeout=self.timeout
+        )
 
 
 _NO_CONDITIONAL_WRITE = Notice(

@@ -19,7 +19,7 @@ import enum
 import io
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from attrs import frozen
 
@@ -32,6 +32,7 @@ __all__ = [
     "Kind",
     "Outcome",
     "Part",
+    "Payloads",
     "Request",
     "StagedFile",
     "SyncCall",
@@ -40,6 +41,20 @@ __all__ = [
 ]
 
 Buffer = bytes | bytearray | memoryview
+
+
+class Payloads(Protocol):
+    """Where bodies come from: bytes of numbered objects, reproducible (a Workload, or a
+    dataset's files and chunks). Sizes and offsets in bytes."""
+
+    def fill(self, index: int, start: int, out: memoryview | bytearray) -> None:
+        """Write bytes ``[start, start + len(out))`` of object ``index`` into ``out``."""
+
+    def payload(self, index: int, start: int = 0, stop: int | None = None) -> bytearray:
+        """Bytes ``[start, stop)`` of object ``index`` as a new bytearray."""
+
+    def payload_bytes(self, index: int, start: int = 0, stop: int | None = None) -> bytes:
+        """Bytes ``[start, stop)`` of object ``index`` as bytes."""
 
 
 @frozen

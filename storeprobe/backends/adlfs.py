@@ -10,10 +10,9 @@ from collections.abc import Sequence
 
 from storeprobe.backends.base import AsyncBackend, AsyncBound, Capabilities, Landing, check_bucket
 from storeprobe.backends.fsspec import unsupported
-from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Request
+from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request
 from storeprobe.transfer import Clock
 from storeprobe.units import MiB
-from storeprobe.workload import Workload
 
 __all__ = ["AzureBackend"]
 
@@ -41,7 +40,7 @@ class AzureBackend(AsyncBackend):
     def remove_prefix(self, prefix: str) -> None:
         self.fs.invalidate_cache()
 
-    def body(self, workload: Workload, part: Part) -> Body:
+    def body(self, workload: Payloads, part: Part) -> Body:
         """``bytes``: the Azure SDK cannot upload a bytearray."""
         return workload.payload_bytes(part.index, part.start, part.stop)
 

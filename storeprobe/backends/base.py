@@ -29,10 +29,9 @@ import fsspec
 from attrs import frozen
 
 from storeprobe.errors import TargetError, TargetNotFoundError
-from storeprobe.request import AsyncJob, Body, Buffer, Part, Request, StagedFile, SyncJob
+from storeprobe.request import AsyncJob, Body, Buffer, Part, Payloads, Request, StagedFile, SyncJob
 from storeprobe.staging import Staging
 from storeprobe.transfer import Clock
-from storeprobe.workload import Workload
 
 __all__ = [
     "AsyncBackend",
@@ -164,7 +163,7 @@ class Backend:
         than their type (an error code, a class of its own); None: map by type."""
         return None
 
-    def body(self, workload: Workload, part: Part) -> Body:
+    def body(self, workload: Payloads, part: Part) -> Body:
         """The bytes of ``part`` in the form this client sends best, made before the window."""
         return workload.payload(part.index, part.start, part.stop)
 

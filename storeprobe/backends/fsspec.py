@@ -16,9 +16,8 @@ import fsspec
 
 from storeprobe.backends.base import AsyncBackend, Capabilities, Landing, SyncBackend
 from storeprobe.errors import ConfigurationError
-from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Request, SyncJob
+from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request, SyncJob
 from storeprobe.transfer import Clock
-from storeprobe.workload import Workload
 
 __all__ = ["FsspecAsyncBackend", "FsspecSyncBackend", "MemoryBackend", "unsupported"]
 
@@ -97,7 +96,7 @@ class FsspecSyncBackend(SyncBackend):
 
     name = "generic"
 
-    def body(self, workload: Workload, part: Part) -> Body:
+    def body(self, workload: Payloads, part: Part) -> Body:
         """``bytes`` made before the window, so ``pipe_file`` gets them without a timed copy."""
         return workload.payload_bytes(part.index, part.start, part.stop)
 

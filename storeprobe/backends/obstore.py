@@ -31,10 +31,9 @@ from storeprobe.backends.base import (
 )
 from storeprobe.backends.fsspec import unsupported
 from storeprobe.errors import TargetNotFoundError, TargetPermissionError
-from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Request, StagedFile
+from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request, StagedFile
 from storeprobe.transfer import Clock
 from storeprobe.units import GiB, MiB
-from storeprobe.workload import Workload
 
 __all__ = ["ObstoreBackend", "RangesRefusedError"]
 
@@ -100,7 +99,7 @@ class ObstoreBackend(AsyncBackend):
             return TargetPermissionError, "check the credentials and their permissions"
         return None
 
-    def body(self, workload: Workload, part: Part) -> Body:
+    def body(self, workload: Payloads, part: Part) -> Body:
         return workload.payload_bytes(part.index, part.start, part.stop)
 
     def writer(self, path: str) -> ObstoreBackend:

@@ -28,10 +28,10 @@ from storeprobe.backends.base import (
 )
 from storeprobe.backends.fsspec import unsupported
 from storeprobe.errors import TargetNotFoundError, TargetPermissionError
-from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Request
+from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request
 from storeprobe.transfer import Clock
 from storeprobe.units import GiB, MiB
-from storeprobe.workload import Workload, filled_buffer
+from storeprobe.workload import filled_buffer
 
 __all__ = ["S3Backend", "refuses_conditional_write"]
 
@@ -154,7 +154,7 @@ class S3Backend(AsyncBackend):
             return TargetPermissionError, "check the credentials and their permissions"
         return None
 
-    def body(self, workload: Workload, part: Part) -> Body:
+    def body(self, workload: Payloads, part: Part) -> Body:
         """A BytesIO filled in place: aiohttp streams it in chunks instead of one huge write."""
         return filled_buffer(part.size, lambda view: workload.fill(part.index, part.start, view))
 

@@ -13,9 +13,8 @@ from typing import Any
 
 from storeprobe.backends.base import AsyncBackend, Capabilities, Landing
 from storeprobe.backends.fsspec import unsupported
-from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Request
+from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request
 from storeprobe.transfer import Clock
-from storeprobe.workload import Workload
 
 __all__ = ["SFTPBackend"]
 
@@ -28,7 +27,7 @@ class SFTPBackend(AsyncBackend):
     extra = "ssh"
     capabilities = Capabilities(splits_uploads=True, multipart_complete=False)
 
-    def body(self, workload: Workload, part: Part) -> Body:
+    def body(self, workload: Payloads, part: Part) -> Body:
         """``bytes`` made before the window: asyncssh writes bytes, so no copy is timed."""
         return workload.payload_bytes(part.index, part.start, part.stop)
 
