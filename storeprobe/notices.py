@@ -58,6 +58,8 @@ class Code(enum.StrEnum):
     VERIFICATION_FAILED = "verification-failed"
     #: the storage moved another number of bytes than the workload has
     SHORT_TRANSFER = "short-transfer"
+    #: a scenario step that did not run because an earlier step failed
+    NOT_RUN = "not-run"
     #: a notice from a results document written before codes existed (schema 1)
     UNCLASSIFIED = "unclassified"
 

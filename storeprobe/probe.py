@@ -27,6 +27,8 @@ import fsspec
 from attrs import define, field
 from fsspec.callbacks import Callback
 
+from storeprobe.backup import Chunking, Method, backup_restore
+from storeprobe.dataset import Image, Tree
 from storeprobe.environment import check_label
 from storeprobe.errors import ConfigurationError
 from storeprobe.measurement import Measurement
@@ -211,6 +213,46 @@ class Probe:
     def download(self, workload: Workload) -> Result:
         """Time reading ``workload`` back after an untimed upload."""
         return self.measure("download", workload)
+
+    def backup_restore(
+        self,
+        dataset: Tree | Image,
+        *,
+        versions: int | Sequence[Tree | Image] = 6,
+        method: Method = "files",
+        chunk_size: int | str = "4MiB",
+    ) -> ResultSet:
+        """Back up ``versions`` versions of ``dataset``, then restore each; one Result per
+        step (see :mod:`storeprobe.backup`).
+
+        ``versions`` is a count (the dataset and its successive ``evolve()`` results with
+        their defaults) or the versions themselves. ``method`` is ``"files"`` (whole-file
+        sync, as rsync or rclone) or ``"chunks"`` (content-defined chunks of about
+        ``chunk_size`` bytes named by hash, one existence check per chunk). Requests run
+        ``streams`` at a time; the scenario runs once (``repeats`` does not apply: each
+        step depends on the one before).
+        """
+        if isinstance(versions, int):
+            if isinstance(versions, bool) or not 1 <= versions <= 100:
+                raise ConfigurationError(f"versions must be from 1 to 100, not {versions!r}")
+            chain: list[Tree | Image] = [dataset]
+            for _ in range(versions - 1):
+                chain.append(chain[-1].evolve())
+        else:
+            chain = list(versions)
+        return ResultSet(
+            backup_restore(
+                self.target,
+                chain,
+                method=method,
+                streams=self.streams,
+                timeout=self.timeout,
+                clock=self.clock,
+                label=self.label,
+                chunking=Chunking.of(chunk_size),
+                verify=self.verify,
+            )
+        )
 
     def measure(self, operation: Transfer, workload: Workload) -> Result:
         """Run ``operation`` on ``workload`` ``repeats`` times and return the Result.

@@ -91,16 +91,23 @@ class SFTPBackend(AsyncBackend):
         if kind is Kind.HEAD:
 
             async def head() -> Outcome:
-                async with pool.get() as channel:
-                    attributes = await channel.stat(path)
+                try:
+                    async with pool.get() as channel:
+                        attributes = await channel.stat(path)
+                except asyncssh.SFTPNoSuchFile as exc:
+                    raise FileNotFoundError(path) from exc
                 return Outcome(size=int(attributes.size or 0))
 
             return AsyncJob(kind, head)
         if kind is Kind.LIST:
 
             async def listing() -> Outcome:
-                async with pool.get() as channel:
-                    return Outcome(size=len(await channel.listdir(path)))
+                try:
+                    async with pool.get() as channel:
+                        names = await channel.listdir(path)
+                except asyncssh.SFTPNoSuchFile as exc:
+                    raise FileNotFoundError(path) from exc
+                return Outcome(size=len([n for n in names if n not in (".", "..")]))
 
             return AsyncJob(kind, listing)
         if kind is Kind.DELETE:

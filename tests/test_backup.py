@@ -1,0 +1,201 @@
+"""Backup and restore of evolving datasets against real storages (memory, local disk,
+S3 through obstore and s3fs on ``rclone serve s3``, SFTP on OpenSSH)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from storeprobe import Probe
+from storeprobe.backup import Chunking
+from storeprobe.dataset import Image, Sizes, Tree
+from storeprobe.errors import ConfigurationError
+from storeprobe.notices import Code
+from storeprobe.resultset import ResultSet
+from tests.conftest import s3_options, ssh_options
+from tests.helpers import StepClock, tree
+from tests.http_proxy import CountingProxy
+from tests.servers import Server
+
+TREE = Tree.generate(60, Sizes.lognormal("6KiB", 1.2, "256KiB"), seed=3)
+CHUNK = "16KiB"
+
+
+def _counts(results: ResultSet) -> list[dict[str, int]]:
+    return [result.requests_by_kind for result in results]
+
+
+def _local(tmp_path: Path) -> tuple[Callable[..., Probe], Path]:
+    root = tmp_path / "target"
+    root.mkdir()
+    return (lambda **kw: Probe.from_url(str(root), **kw)), root
+
+
+@pytest.mark.parametrize("method", ["files", "chunks"])
+def test_local_backup_and_restore_of_every_version(tmp_path: Path, method: str) -> None:
+    make, root = _local(tmp_path)
+    (root / "neighbour.bin").write_bytes(b"precious")
+    before = tree(root)
+    versions = [TREE, TREE.evolve(seed=1), TREE.evolve(seed=1).evolve(seed=2)]
+    results = make(streams=4).backup_restore(
+        versions[0], versions=versions, method=method, chunk_size=CHUNK
+    )
+    assert [r.step.label for r in results if r.step] == [
+        "backup 1",
+        "backup 2",
+        "backup 3",
+        "restore 1 (full)",
+        "restore 2",
+        "restore 3",
+    ]
+    assert all(r.ok for r in results), [r.errors for r in results]
+    assert tree(root) == before  # every version cleaned up, the neighbour untouched
+    steps = [r.step for r in results if r.step is not None]
+    backups, restores = steps[:3], steps[3:]
+    changes = [versions[1].diff(versions[0]), versions[2].diff(versions[1])]
+    # changed bytes: the whole first version, then what each evolve changed
+    assert [s.changed_bytes for s in backups] == [
+        TREE.total_bytes,
+        changes[0].changed_bytes,
+        changes[1].changed_bytes,
+    ]
+    assert [s.changed_bytes for s in restores] == [s.changed_bytes for s in backups]
+    assert [s.dataset_bytes for s in steps] == [v.total_bytes for v in versions] * 2
+    # space used grows with every backup, and restores leave it alone
+    spaces = [s.space_used or 0 for s in steps]
+    assert spaces[0] < spaces[1] < spaces[2] == spaces[3] == spaces[4] == spaces[5]
+    assert spaces[0] >= TREE.total_bytes
+    # incremental steps move about what changed (plus manifests), never the whole tree
+    for step, change in zip(backups[1:], changes, strict=True):
+        assert change.changed_bytes <= step.moved_bytes < TREE.total_bytes / 2
+    counts = _counts(results)
+    if method == "files":
+        assert counts[0] == {"list": 1, "put": len(TREE.files) + 1}  # files + manifest
+        assert counts[1] == {"list": 1, "put": len(changes[0].added) + len(changes[0].changed) + 1}
+        assert counts[3] == {"get": len(TREE.files) + 1}
+        assert counts[4] == {"get": len(changes[0].added) + len(changes[0].changed) + 1}
+    else:
+        first = counts[0]
+        assert first["head"] == first["put"] - 1  # every chunk checked, then all uploaded
+        assert counts[1]["head"] > counts[1]["put"] - 1  # most chunks already there
+        assert all(s.dedup_ratio is not None for s in backups)
+        assert backups[1].dedup_ratio > 2  # type: ignore[operator]
+    for result in results:
+        assert result.step is not None
+        assert set(result.step.seconds_by_kind) == set(result.requests_by_kind)
+
+
+def test_an_image_changing_in_place_dedups_in_chunks(tmp_path: Path) -> None:
+    make, _ = _local(tmp_path)
+    image = Image.create("4MiB", block_size="64KiB", seed=5)
+    versions = [image, image.evolve(fraction=0.05, seed=1)]
+    files = make(streams=2).backup_restore(image, versions=versions, method="files")
+    chunks = make(streams=2).backup_restore(
+        image, versions=versions, method="chunks", chunk_size=CHUNK
+    )
+    assert all(r.ok for r in (*files, *chunks))
+    changed = versions[1].diff(versions[0]).changed_bytes
+    files_moved = files[1].step.moved_bytes  # type: ignore[union-attr]
+    chunks_moved = chunks[1].step.moved_bytes  # type: ignore[union-attr]
+    assert files_moved >= image.total_bytes  # the whole image again
+    assert changed <= chunks_moved < image.total_bytes / 2  # only chunks around the changes
+
+
+def test_step_times_come_from_the_clock_exactly(tmp_path: Path) -> None:
+    make, _ = _local(tmp_path)
+    small = Tree.generate(5, Sizes.fixed("1KiB"), seed=1)
+    results = make(streams=1, clock=StepClock(10)).backup_restore(small, versions=1, method="files")
+    backup, restore = results
+    # one stream, the clock 10 ns a reading. Backup: a list, 5 puts, the manifest's
+    # put, in three windows (two readings per request); each window counts its own span
+    assert backup.samples[0].elapsed_ns == 10 + 10 * (2 * 5 - 1) + 10
+    # restore: the manifest's get, then 5 gets; a local get reads the clock a third
+    # time, at its first byte
+    assert restore.samples[0].elapsed_ns == 20 + 10 * (3 * 5 - 1)
+    assert restore.samples[0].ttfb_ns.tolist() == [10] * 6
+
+
+def test_a_failing_step_stops_the_scenario_and_cleans_up(tmp_path: Path) -> None:
+    make, root = _local(tmp_path)
+    before = tree(root)
+    probe = make(streams=2, timeout=30)
+    broken = [TREE, TREE.evolve(seed=1)]
+
+    # a second version whose content generation fails while its bodies are made
+    class Failing(Tree):  # type: ignore[misc]
+        def fill(self, file: Any, start: int, out: Any) -> None:
+            raise OSError("disk gone")
+
+    failing = Failing(files=broken[1].files, seed=broken[1].seed, version=1, name=None)
+    results = probe.backup_restore(TREE, versions=[TREE, failing], method="files")
+    assert results[0].ok
+    assert results[1].errors[0].code is Code.REQUEST_FAILED
+    assert "disk gone" in results[1].errors[0].message
+    assert [r.errors[0].code for r in results[2:]] == [Code.NOT_RUN] * 2
+    assert tree(root) == before
+
+
+def test_bad_scenarios_are_refused(tmp_path: Path) -> None:
+    make, _ = _local(tmp_path)
+    probe = make()
+    with pytest.raises(ConfigurationError, match="method"):
+        probe.backup_restore(TREE, versions=1, method="rsync")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="versions must be from 1"):
+        probe.backup_restore(TREE, versions=0)
+    with pytest.raises(ConfigurationError, match="successive"):
+        probe.backup_restore(TREE, versions=[TREE, TREE])
+    with pytest.raises(ConfigurationError, match="chunk average"):
+        Chunking.of("16B")
+
+
+@pytest.mark.parametrize("client", ["obstore", "s3fs"])
+@pytest.mark.parametrize("method", ["files", "chunks"])
+def test_s3_backup_restore_counts_requests_on_the_wire(
+    counting_proxy: CountingProxy, s3_bucket_dir: Path, client: str, method: str
+) -> None:
+    options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
+    before = tree(s3_bucket_dir)
+    probe = Probe.from_url("s3://bench/backup", options, client=client, streams=4)
+    versions = [TREE, TREE.evolve(seed=1)]
+    counting_proxy.reset()
+    results = probe.backup_restore(TREE, versions=versions, method=method, chunk_size=CHUNK)
+    assert all(r.ok for r in results), [r.errors for r in results]
+    # what the steps report is what the server saw (plus untimed housekeeping)
+    reported = dict.fromkeys(("put", "get", "head"), 0)
+    for result in results:
+        for kind, count in result.requests_by_kind.items():
+            if kind in reported:
+                reported[kind] += count
+    assert counting_proxy.methods.count("PUT") >= reported["put"]
+    assert counting_proxy.methods.count("GET") >= reported["get"]
+    assert counting_proxy.methods.count("HEAD") >= reported["head"]
+    assert tree(s3_bucket_dir) == before
+    space = [r.step.space_used for r in results if r.step]
+    assert space[0] is not None
+    assert space[0] >= TREE.total_bytes
+
+
+@pytest.mark.parametrize("method", ["files", "chunks"])
+def test_sftp_backup_restore_of_an_older_version(ssh_server: Server, method: str) -> None:
+    assert ssh_server.root is not None
+    root = ssh_server.root / "backup"
+    root.mkdir(exist_ok=True)
+    before = tree(root)
+    probe = Probe.from_url(f"sftp://127.0.0.1{root}", ssh_options(ssh_server), streams=2)
+    results = probe.backup_restore(TREE, versions=2, method=method, chunk_size=CHUNK)  # type: ignore[arg-type]
+    assert all(r.ok for r in results), [r.errors for r in results]
+    assert tree(root) == before
+
+
+def test_memory_backup_restore(tmp_path: Path) -> None:
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    MemoryFileSystem.store.clear()
+    results = Probe.from_url("memory://bk", streams=3).backup_restore(
+        TREE, versions=2, method="chunks", chunk_size=CHUNK
+    )
+    assert all(r.ok for r in results)
+    assert not [k for k in MemoryFileSystem.store if k.startswith("/bk/")]
