@@ -28,34 +28,40 @@ compression and no encryption are modelled (the content is incompressible anyway
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
-from urllib.parse import quote
 
 import attrs
-import numpy as np
-from attrs import define, field, frozen
+from attrs import define, field
 
 from storeprobe.backends import AsyncBackend, SyncBackend
-from storeprobe.dataset import Dataset, File, Image, Tree
+from storeprobe.dataset import Dataset, Image, Tree
 from storeprobe.environment import Environment, endpoint_of
-from storeprobe.errors import ConfigurationError, MissingDependencyError
+from storeprobe.errors import ConfigurationError
 from storeprobe.execution import bounded, delete_names, execute
-from storeprobe.jobs import Wrapper
+from storeprobe.jobs import EXISTENCE, Wrapper
+from storeprobe.manifest import (
+    Blobs,
+    Chunking,
+    Pieces,
+    Stored,
+    VersionMap,
+    map_chunks,
+    map_files,
+)
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import Plan
-from storeprobe.request import AsyncJob, Kind, Outcome, Part, Request, SyncJob
-from storeprobe.result import Result, Sample
+from storeprobe.request import Kind, Part, Request
+from storeprobe.restore import assemble, verify_restore
+from storeprobe.result import Result
+from storeprobe.sampling import combine, seconds_by_kind
 from storeprobe.step import Step
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Run
-from storeprobe.units import MiB, parse_size
 from storeprobe.workload import Workload
 
 __all__ = ["METHODS", "Chunking", "Method", "backup_restore"]
@@ -66,195 +72,7 @@ _SCENARIO = "backup-restore"
 Backend = AsyncBackend | SyncBackend
 
 
-@frozen(kw_only=True)
-class Chunking:
-    """Content-defined chunk sizes for the ``chunks`` method, in bytes.
-
-    ``average`` is FastCDC's target; chunks are at least ``average / 4`` and at most
-    ``average × 4`` bytes (the end of a file makes a shorter last chunk).
-    """
-
-    average: int = 4 * MiB
-
-    def __attrs_post_init__(self) -> None:
-        if self.average < 256 or self.average > 256 * MiB:
-            raise ConfigurationError(
-                f"chunk average must be from 256 B to 256 MiB, not {self.average}"
-            )
-
-    @classmethod
-    def of(cls, average: int | str) -> Chunking:
-        """``Chunking.of("1MiB")``."""
-        return cls(average=parse_size(average))
-
-    def cut(self, data: bytes) -> list[tuple[int, int]]:
-        """(offset, length) of each chunk of ``data``."""
-        try:
-            from fastcdc import fastcdc
-        except ImportError:
-            raise MissingDependencyError(
-                "the chunks method needs fastcdc, which is not installed: "
-                "pip install 'storeprobe[backup]'"
-            ) from None
-        if not data:
-            return [(0, 0)]
-        return [
-            (chunk.offset, chunk.length)
-            for chunk in fastcdc(
-                data,
-                min_size=max(64, self.average // 4),
-                avg_size=self.average,
-                max_size=self.average * 4,
-                fat=False,
-            )
-        ]
-
-
-# -- where the bytes come from ---------------------------------------------------------
-@frozen
-class _Piece:
-    """Bytes ``[offset, offset + length)`` of one file of one dataset version."""
-
-    dataset: Dataset
-    file: File
-    offset: int
-    length: int
-
-
-class _Pieces:
-    """A :class:`~storeprobe.request.Payloads` over pieces of dataset files."""
-
-    def __init__(self, pieces: Sequence[_Piece]) -> None:
-        self.pieces = list(pieces)
-
-    def fill(self, index: int, start: int, out: memoryview | bytearray) -> None:
-        piece = self.pieces[index]
-        piece.dataset.fill(piece.file, piece.offset + start, out)
-
-    def payload(self, index: int, start: int = 0, stop: int | None = None) -> bytearray:
-        return bytearray(self.payload_bytes(index, start, stop))
-
-    def payload_bytes(self, index: int, start: int = 0, stop: int | None = None) -> bytes:
-        piece = self.pieces[index]
-        stop = piece.length if stop is None else stop
-        return piece.dataset.payload(piece.file, piece.offset + start, piece.offset + stop)
-
-
-# -- the two methods ---------------------------------------------------------------------
-@frozen(kw_only=True)
-class _Entry:
-    """One stored object a version needs: its key, size, and where its bytes come from."""
-
-    key: str
-    size: int
-    piece: _Piece
-
-
-@frozen(kw_only=True)
-class _Version:
-    """What one version needs on the target, per method: its objects and each file's."""
-
-    dataset: Dataset
-    #: every object the version needs, by key (a file, or a distinct chunk)
-    objects: dict[str, _Entry]
-    #: each file's objects in order: (key, length)
-    layout: dict[str, list[tuple[str, int]]]
-    manifest_key: str
-
-    def manifest(self) -> bytes:
-        """The manifest object: each file's size and objects (JSON)."""
-        return json.dumps(
-            {
-                "version": self.dataset.version,
-                "files": {
-                    file.path: {"size": file.size, "objects": self.layout[file.path]}
-                    for file in self.dataset.files
-                },
-            },
-            sort_keys=True,
-        ).encode()
-
-
-def _file_key(prefix: str, file: File) -> str:
-    return f"{prefix}/files/{quote(file.path, safe='')}@{file.generation}"
-
-
-def _layout_files(prefix: str, dataset: Dataset) -> _Version:
-    objects: dict[str, _Entry] = {}
-    layout: dict[str, list[tuple[str, int]]] = {}
-    for file in dataset.files:
-        key = _file_key(prefix, file)
-        objects[key] = _Entry(key=key, size=file.size, piece=_Piece(dataset, file, 0, file.size))
-        layout[file.path] = [(key, file.size)]
-    return _Version(
-        dataset=dataset,
-        objects=objects,
-        layout=layout,
-        manifest_key=f"{prefix}/manifests/v{dataset.version:04d}.json",
-    )
-
-
-def _layout_chunks(prefix: str, dataset: Dataset, chunking: Chunking) -> _Version:
-    objects: dict[str, _Entry] = {}
-    layout: dict[str, list[tuple[str, int]]] = {}
-    for file in dataset.files:
-        data = dataset.payload(file)
-        keys: list[tuple[str, int]] = []
-        for offset, length in chunking.cut(data):
-            digest = hashlib.blake2b(data[offset : offset + length], digest_size=16).hexdigest()
-            key = f"{prefix}/chunks/{digest}"
-            if key not in objects:
-                objects[key] = _Entry(
-                    key=key, size=length, piece=_Piece(dataset, file, offset, length)
-                )
-            keys.append((key, length))
-        layout[file.path] = keys
-    return _Version(
-        dataset=dataset,
-        objects=objects,
-        layout=layout,
-        manifest_key=f"{prefix}/manifests/v{dataset.version:04d}.json",
-    )
-
-
 # -- job wrappers of the scenario ----------------------------------------------------------
-def _exists_async(job: AsyncJob, position: int) -> AsyncJob:
-    call = job.call
-
-    async def exists() -> Outcome:
-        try:
-            return await call()
-        except Exception as exc:
-            if _missing(exc):
-                return Outcome(size=-1)
-            raise
-
-    return AsyncJob(job.kind, exists)
-
-
-def _exists_sync(job: SyncJob, position: int) -> SyncJob:
-    call = job.call
-
-    def exists() -> Outcome:
-        try:
-            return call()
-        except Exception as exc:
-            if _missing(exc):
-                return Outcome(size=-1)
-            raise
-
-    return SyncJob(job.kind, exists)
-
-
-def _missing(exc: BaseException) -> bool:
-    names = {klass.__name__ for klass in type(exc).__mro__}
-    return isinstance(exc, FileNotFoundError) or "NotFoundError" in names
-
-
-#: HEADs answer size -1 for a missing object; LISTs of a missing prefix count 0 entries
-_TOLERATE_MISSING = Wrapper(_exists_async, _exists_sync)
-
-
 # -- the scenario ---------------------------------------------------------------------------
 @define
 class _Scenario:
@@ -275,7 +93,7 @@ class _Scenario:
     def _window(
         self,
         plan: Plan,
-        payloads: _Pieces | None = None,
+        payloads: Pieces | None = None,
         wrap: Wrapper | None = None,
     ) -> Run:
         backend = self.target.backend
@@ -293,10 +111,10 @@ class _Scenario:
             wrap=wrap,
         )
 
-    def _put(self, entries: Sequence[_Entry]) -> Run | None:
+    def _put(self, entries: Sequence[Stored]) -> Run | None:
         if not entries:
             return None
-        pieces = _Pieces([entry.piece for entry in entries])
+        pieces = Pieces([entry.piece for entry in entries])
         plan = Plan(
             phases=(
                 tuple(
@@ -308,7 +126,7 @@ class _Scenario:
         self.written.update(entry.key for entry in entries)
         return self._window(plan, pieces)
 
-    def _put_manifest(self, version: _Version) -> Run:
+    def _put_manifest(self, version: VersionMap) -> Run:
         body = version.manifest()
         self.written.add(version.manifest_key)
         backend = self.target.backend
@@ -323,7 +141,7 @@ class _Scenario:
             streams=1,
             clock=self.clock,
             timeout=self.timeout,
-            bodies=[backend.body(_Bytes([body]), Part(0, 0, len(body)))],
+            bodies=[backend.body(Blobs([body]), Part(0, 0, len(body)))],
         )
 
     def _get(self, keys: Sequence[str]) -> tuple[Run | None, dict[str, bytes]]:
@@ -335,12 +153,12 @@ class _Scenario:
             key: bytes(outcome.data or b"") for key, outcome in zip(keys, run.outcomes, strict=True)
         }
 
-    def backup(self, number: int, version: _Version, stored: dict[str, int]) -> Result:
+    def backup(self, number: int, version: VersionMap, stored: dict[str, int]) -> Result:
         """Back up ``version``; ``stored`` (key → size) is what the target holds."""
         runs: list[Run | None] = []
         if self.method == "files":
             listing = Plan(phases=((Request(kind=Kind.LIST, key=f"{self.prefix}/files"),),))
-            run = self._window(listing, wrap=_TOLERATE_MISSING)
+            run = self._window(listing, wrap=EXISTENCE)
             runs.append(run)
             listed = max(run.outcomes[0].size, 0)
             if listed != len(stored):
@@ -353,7 +171,7 @@ class _Scenario:
         else:
             keys = list(version.objects)
             heads = Plan(phases=(tuple(Request(kind=Kind.HEAD, key=key) for key in keys),))
-            run = self._window(heads, wrap=_TOLERATE_MISSING)
+            run = self._window(heads, wrap=EXISTENCE)
             runs.append(run)
             needed = [
                 version.objects[key]
@@ -377,8 +195,8 @@ class _Scenario:
     def restore(
         self,
         number: int,
-        version: _Version,
-        previous: _Version | None,
+        version: VersionMap,
+        previous: VersionMap | None,
         directory: Path,
     ) -> Result:
         """Restore ``version`` into ``directory`` (holding ``previous``, or empty)."""
@@ -405,9 +223,9 @@ class _Scenario:
                     wanted.append(key)
         run, fetched = self._get(wanted)
         runs.append(run)
-        _assemble(version, previous, directory, unchanged, fetched)
+        assemble(version, previous, directory, unchanged, fetched)
         if self.verify:
-            _verify(version.dataset, directory)
+            verify_restore(version.dataset, directory)
         changed = _changed_bytes(version.dataset, previous.dataset if previous else None)
         return self._result(
             "restore", number, version, runs, changed, incremental=previous is not None
@@ -430,7 +248,7 @@ class _Scenario:
         self,
         kind: Literal["backup", "restore"],
         number: int,
-        version: _Version,
+        version: VersionMap,
         runs: Sequence[Run | None],
         changed: int,
         *,
@@ -438,7 +256,7 @@ class _Scenario:
         dedup: float | None = None,
     ) -> Result:
         done = [run for run in runs if run is not None and run.timings.start_ns.size]
-        sample = _combine(done)
+        sample = combine(done)
         objects, space = self.usage()
         dataset = version.dataset
         step = Step(
@@ -455,7 +273,7 @@ class _Scenario:
             space_used=space,
             objects_stored=objects,
             dedup_ratio=dedup,
-            seconds_by_kind=_seconds_by_kind(done),
+            seconds_by_kind=seconds_by_kind(done),
         )
         return Result(
             operation=kind,
@@ -484,22 +302,6 @@ _STRATEGY = {
 }
 
 
-class _Bytes:
-    """A :class:`~storeprobe.request.Payloads` over bytes already made (a manifest)."""
-
-    def __init__(self, items: Sequence[bytes]) -> None:
-        self.items = list(items)
-
-    def fill(self, index: int, start: int, out: memoryview | bytearray) -> None:
-        out[:] = self.items[index][start : start + len(out)]
-
-    def payload(self, index: int, start: int = 0, stop: int | None = None) -> bytearray:
-        return bytearray(self.payload_bytes(index, start, stop))
-
-    def payload_bytes(self, index: int, start: int = 0, stop: int | None = None) -> bytes:
-        return self.items[index][start:stop]
-
-
 def _changed_bytes(dataset: Dataset, previous: Dataset | None) -> int:
     if previous is None:
         return dataset.total_bytes
@@ -516,113 +318,6 @@ def _summary(dataset: Dataset) -> Workload:
     mean = max(1, -(-dataset.total_bytes // count))
     kind = "image" if isinstance(dataset, Image) else "tree"
     return Workload(count=count, size=mean, seed=dataset.seed, name=f"{kind} v{dataset.version}")
-
-
-def _combine(runs: Sequence[Run]) -> Sample:
-    """One sample for a step of several windows: their times added, their records kept."""
-    if not runs:
-        return Sample(nbytes=0, elapsed_ns=0, latencies_ns=np.zeros(0, np.int64))
-    elapsed = 0
-    offsets: list[np.ndarray] = []
-    kinds: dict[str, int] = {}
-    for run in runs:
-        timings = run.timings
-        opened = int(timings.start_ns.min())
-        offsets.append(timings.start_ns - opened + elapsed)
-        elapsed += int(timings.end_ns.max()) - opened
-        for kind, count in run.requests_by_kind().items():
-            kinds[kind] = kinds.get(kind, 0) + count
-    every = [run.timings for run in runs]
-    ttfb = np.concatenate([t.ttfb_ns for t in every])
-    return Sample(
-        nbytes=int(sum(int(t.nbytes.sum()) for t in every)),
-        elapsed_ns=elapsed,
-        latencies_ns=np.concatenate([t.end_ns - t.start_ns for t in every]),
-        max_in_flight=max(t.max_in_flight * run.inner for t, run in zip(every, runs, strict=True)),
-        offsets_ns=np.concatenate(offsets),
-        request_bytes=np.concatenate([t.nbytes for t in every]),
-        workers=np.concatenate([t.worker for t in every]),
-        ttfb_ns=ttfb[ttfb >= 0],
-        cpu_ns=sum(t.cpu_ns for t in every),
-        requests_by_kind=kinds,
-        bytes_sent=int(sum(int(t.sent.sum()) for t in every)),
-        bytes_received=int(sum(int(t.received.sum()) for t in every)),
-    )
-
-
-def _seconds_by_kind(runs: Sequence[Run]) -> dict[str, float]:
-    from storeprobe.request import KINDS
-
-    seconds: dict[str, float] = {}
-    for run in runs:
-        timings = run.timings
-        for index, latency in zip(
-            timings.kind.tolist(), (timings.end_ns - timings.start_ns).tolist(), strict=True
-        ):
-            name = KINDS[index].value
-            seconds[name] = seconds.get(name, 0.0) + latency / 1e9
-    return seconds
-
-
-def _assemble(
-    version: _Version,
-    previous: _Version | None,
-    directory: Path,
-    unchanged: set[str],
-    fetched: dict[str, bytes],
-) -> None:
-    """Write the restored version into ``directory`` (untimed): new and changed files from
-    the fetched objects (chunks held locally read from the previous version's files),
-    files gone from this version deleted."""
-    local: dict[str, tuple[str, int, int]] = {}  # key -> (path, offset, length) on disk
-    if previous is not None:
-        for path, keys in previous.layout.items():
-            offset = 0
-            for key, length in keys:
-                local.setdefault(key, (path, offset, length))
-                offset += length
-    for path, keys in version.layout.items():
-        if path in unchanged:
-            continue
-        parts: list[bytes] = []
-        for key, length in keys:
-            if key in fetched:
-                parts.append(fetched[key])
-            else:
-                source, offset, size = local[key]
-                with open(directory / source, "rb") as handle:
-                    handle.seek(offset)
-                    parts.append(handle.read(size))
-                if size != length:
-                    raise OSError(f"object {key} has {size} bytes locally, expected {length}")
-        destination = directory / path
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        temporary = destination.with_name(destination.name + ".storeprobe-part")
-        temporary.write_bytes(b"".join(parts))
-        os.replace(temporary, destination)
-    if previous is not None:
-        for path in set(previous.layout) - set(version.layout):
-            (directory / path).unlink()
-
-
-def _verify(dataset: Dataset, directory: Path) -> None:
-    """Raise unless ``directory`` holds exactly ``dataset``'s files, byte for byte."""
-    expected = {file.path: file for file in dataset.files}
-    found = {
-        str(path.relative_to(directory)).replace(os.sep, "/")
-        for path in directory.rglob("*")
-        if path.is_file()
-    }
-    if found != set(expected):
-        extra, missing = sorted(found - set(expected)), sorted(set(expected) - found)
-        raise OSError(f"restore differs: {len(extra)} extra, {len(missing)} missing files")
-    for path, file in expected.items():
-        data = (directory / path).read_bytes()
-        if len(data) != file.size or (bad := dataset.mismatch(file, data)) is not None:
-            where = "its length" if len(data) != file.size else f"byte {bad}"
-            raise OSError(
-                f"verification failed: {path} differs from version {dataset.version} at {where}"
-            )
 
 
 def backup_restore(
@@ -677,9 +372,7 @@ def backup_restore(
         prefix=prefix,
     )
     laid = [
-        _layout_files(prefix, dataset)
-        if method == "files"
-        else _layout_chunks(prefix, dataset, chunking)
+        map_files(prefix, dataset) if method == "files" else map_chunks(prefix, dataset, chunking)
         for dataset in versions
     ]
     steps: list[tuple[Literal["backup", "restore"], int, int]] = [
@@ -742,7 +435,7 @@ def _failed(
     scenario: _Scenario,
     kind: Literal["backup", "restore"],
     number: int,
-    version: _Version,
+    version: VersionMap,
     error: Notice,
 ) -> Result:
     dataset = version.dataset
@@ -777,7 +470,7 @@ def _not_run(
     scenario: _Scenario,
     kind: Literal["backup", "restore"],
     number: int,
-    version: _Version,
+    version: VersionMap,
     cause: Notice,
 ) -> Result:
     notice = Notice(

@@ -28,10 +28,13 @@ from storeprobe.staging import Staging
 
 __all__ = [
     "ABSENT",
+    "EXISTENCE",
     "Settle",
     "Wrapper",
     "absent_async",
     "absent_sync",
+    "exists_async",
+    "exists_sync",
     "is_missing",
     "land_ranges",
     "positioned",
@@ -212,3 +215,35 @@ def tolerating(
         lambda job, position: tolerant_async(job, position, tolerate, timeout),
         lambda job, position: tolerant_sync(job, position, tolerate),
     )
+
+
+def exists_async(job: AsyncJob, position: int) -> AsyncJob:
+    call = job.call
+
+    async def exists() -> Outcome:
+        try:
+            return await call()
+        except Exception as exc:
+            if is_missing(exc):
+                return Outcome(size=-1)
+            raise
+
+    return AsyncJob(job.kind, exists)
+
+
+def exists_sync(job: SyncJob, position: int) -> SyncJob:
+    call = job.call
+
+    def exists() -> Outcome:
+        try:
+            return call()
+        except Exception as exc:
+            if is_missing(exc):
+                return Outcome(size=-1)
+            raise
+
+    return SyncJob(job.kind, exists)
+
+
+#: HEADs answer ``size=-1`` for a missing object, LISTs of a missing prefix -1 entries
+EXISTENCE = Wrapper(exists_async, exists_sync)

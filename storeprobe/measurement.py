@@ -53,6 +53,7 @@ from storeprobe.planning import (
 )
 from storeprobe.request import Body
 from storeprobe.result import Result, Sample
+from storeprobe.sampling import sample_of
 from storeprobe.staging import Staging
 from storeprobe.stats import stability_notices
 from storeprobe.target import Target
@@ -299,7 +300,7 @@ class Measurement:
             if staging is not None:
                 staging.close()
         self._check_moved(run, workload)
-        return _sample(run, _delta(backend.retries_seen(), before))
+        return sample_of(run, _delta(backend.retries_seen(), before))
 
     def _setup(
         self, backend: Backend, layout: Layout, workload: Workload, names: list[str]
@@ -362,7 +363,7 @@ class Measurement:
         finally:
             if staging is not None:
                 staging.close()
-        return _sample(run, _delta(backend.retries_seen(), before))
+        return sample_of(run, _delta(backend.retries_seen(), before))
 
     def _check_moved(self, run: Run, workload: Workload) -> None:
         moved = int(run.timings.nbytes.sum())
@@ -439,23 +440,3 @@ def _caller_level() -> int:
 
 def _delta(after: int | None, before: int | None) -> int | None:
     return None if after is None or before is None else after - before
-
-
-def _sample(run: Run, retries: int | None) -> Sample:
-    timings = run.timings
-    opened = int(timings.start_ns.min())
-    return Sample(
-        nbytes=int(timings.nbytes.sum()),
-        elapsed_ns=int(timings.end_ns.max()) - opened,
-        latencies_ns=timings.end_ns - timings.start_ns,
-        max_in_flight=timings.max_in_flight * run.inner,
-        retries=retries,
-        offsets_ns=timings.start_ns - opened,
-        request_bytes=timings.nbytes,
-        workers=timings.worker,
-        ttfb_ns=timings.ttfb_ns[timings.ttfb_ns >= 0],
-        cpu_ns=timings.cpu_ns,
-        requests_by_kind=run.requests_by_kind(),
-        bytes_sent=int(timings.sent.sum()),
-        bytes_received=int(timings.received.sum()),
-    )

@@ -1,0 +1,205 @@
+"""What a backup stores for one dataset version, and where each stored byte comes from.
+
+Two maps of a version onto objects, one per backup method:
+
+- :func:`map_files`: one object per file and content generation,
+  ``<prefix>/files/<quoted path>@<generation>`` (an unchanged file keeps its object);
+- :func:`map_chunks`: every file cut into content-defined chunks (:class:`Chunking`,
+  FastCDC through the ``fastcdc`` package), one object per distinct chunk named by its
+  BLAKE2b-128 hash, ``<prefix>/chunks/<hash>``.
+
+Both give a :class:`VersionMap`: the objects the version needs, each file's objects in
+order, and the manifest (JSON) naming them. Bodies are never held: a :class:`Piece` says
+which bytes of which file an object is, and :class:`Pieces` regenerates them on demand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from urllib.parse import quote
+
+from attrs import frozen
+
+from storeprobe.dataset import Dataset, File
+from storeprobe.errors import ConfigurationError, MissingDependencyError
+from storeprobe.units import MiB, parse_size
+
+__all__ = [
+    "Blobs",
+    "Chunking",
+    "Piece",
+    "Pieces",
+    "Stored",
+    "VersionMap",
+    "file_key",
+    "map_chunks",
+    "map_files",
+]
+
+
+@frozen(kw_only=True)
+class Chunking:
+    """Content-defined chunk sizes for the ``chunks`` method, in bytes.
+
+    ``average`` is FastCDC's target; chunks are at least ``average / 4`` and at most
+    ``average × 4`` bytes (the end of a file makes a shorter last chunk).
+    """
+
+    average: int = 4 * MiB
+
+    def __attrs_post_init__(self) -> None:
+        if self.average < 256 or self.average > 256 * MiB:
+            raise ConfigurationError(
+                f"chunk average must be from 256 B to 256 MiB, not {self.average}"
+            )
+
+    @classmethod
+    def of(cls, average: int | str) -> Chunking:
+        """``Chunking.of("1MiB")``."""
+        return cls(average=parse_size(average))
+
+    def cut(self, data: bytes) -> list[tuple[int, int]]:
+        """(offset, length) of each chunk of ``data``."""
+        try:
+            from fastcdc import fastcdc
+        except ImportError:
+            raise MissingDependencyError(
+                "the chunks method needs fastcdc, which is not installed: "
+                "pip install 'storeprobe[backup]'"
+            ) from None
+        if not data:
+            return [(0, 0)]
+        return [
+            (chunk.offset, chunk.length)
+            for chunk in fastcdc(
+                data,
+                min_size=max(64, self.average // 4),
+                avg_size=self.average,
+                max_size=self.average * 4,
+                fat=False,
+            )
+        ]
+
+
+# -- where the bytes come from ---------------------------------------------------------
+@frozen
+class Piece:
+    """Bytes ``[offset, offset + length)`` of one file of one dataset version."""
+
+    dataset: Dataset
+    file: File
+    offset: int
+    length: int
+
+
+class Pieces:
+    """A :class:`~storeprobe.request.Payloads` over pieces of dataset files."""
+
+    def __init__(self, pieces: Sequence[Piece]) -> None:
+        self.pieces = list(pieces)
+
+    def fill(self, index: int, start: int, out: memoryview | bytearray) -> None:
+        piece = self.pieces[index]
+        piece.dataset.fill(piece.file, piece.offset + start, out)
+
+    def payload(self, index: int, start: int = 0, stop: int | None = None) -> bytearray:
+        return bytearray(self.payload_bytes(index, start, stop))
+
+    def payload_bytes(self, index: int, start: int = 0, stop: int | None = None) -> bytes:
+        piece = self.pieces[index]
+        stop = piece.length if stop is None else stop
+        return piece.dataset.payload(piece.file, piece.offset + start, piece.offset + stop)
+
+
+@frozen(kw_only=True)
+class Stored:
+    """One stored object a version needs: its key, size, and where its bytes come from."""
+
+    key: str
+    size: int
+    piece: Piece
+
+
+@frozen(kw_only=True)
+class VersionMap:
+    """What one version needs on the target, per method: its objects and each file's."""
+
+    dataset: Dataset
+    #: every object the version needs, by key (a file, or a distinct chunk)
+    objects: dict[str, Stored]
+    #: each file's objects in order: (key, length)
+    layout: dict[str, list[tuple[str, int]]]
+    manifest_key: str
+
+    def manifest(self) -> bytes:
+        """The manifest object: each file's size and objects (JSON)."""
+        return json.dumps(
+            {
+                "version": self.dataset.version,
+                "files": {
+                    file.path: {"size": file.size, "objects": self.layout[file.path]}
+                    for file in self.dataset.files
+                },
+            },
+            sort_keys=True,
+        ).encode()
+
+
+def file_key(prefix: str, file: File) -> str:
+    return f"{prefix}/files/{quote(file.path, safe='')}@{file.generation}"
+
+
+def map_files(prefix: str, dataset: Dataset) -> VersionMap:
+    objects: dict[str, Stored] = {}
+    layout: dict[str, list[tuple[str, int]]] = {}
+    for file in dataset.files:
+        key = file_key(prefix, file)
+        objects[key] = Stored(key=key, size=file.size, piece=Piece(dataset, file, 0, file.size))
+        layout[file.path] = [(key, file.size)]
+    return VersionMap(
+        dataset=dataset,
+        objects=objects,
+        layout=layout,
+        manifest_key=f"{prefix}/manifests/v{dataset.version:04d}.json",
+    )
+
+
+def map_chunks(prefix: str, dataset: Dataset, chunking: Chunking) -> VersionMap:
+    objects: dict[str, Stored] = {}
+    layout: dict[str, list[tuple[str, int]]] = {}
+    for file in dataset.files:
+        data = dataset.payload(file)
+        keys: list[tuple[str, int]] = []
+        for offset, length in chunking.cut(data):
+            digest = hashlib.blake2b(data[offset : offset + length], digest_size=16).hexdigest()
+            key = f"{prefix}/chunks/{digest}"
+            if key not in objects:
+                objects[key] = Stored(
+                    key=key, size=length, piece=Piece(dataset, file, offset, length)
+                )
+            keys.append((key, length))
+        layout[file.path] = keys
+    return VersionMap(
+        dataset=dataset,
+        objects=objects,
+        layout=layout,
+        manifest_key=f"{prefix}/manifests/v{dataset.version:04d}.json",
+    )
+
+
+class Blobs:
+    """A :class:`~storeprobe.request.Payloads` over bytes already made (a manifest)."""
+
+    def __init__(self, items: Sequence[bytes]) -> None:
+        self.items = list(items)
+
+    def fill(self, index: int, start: int, out: memoryview | bytearray) -> None:
+        out[:] = self.items[index][start : start + len(out)]
+
+    def payload(self, index: int, start: int = 0, stop: int | None = None) -> bytearray:
+        return bytearray(self.payload_bytes(index, start, stop))
+
+    def payload_bytes(self, index: int, start: int = 0, stop: int | None = None) -> bytes:
+        return self.items[index][start:stop]
