@@ -32,6 +32,13 @@ from storeprobe.dataset import Image, Tree
 from storeprobe.environment import check_label
 from storeprobe.errors import ConfigurationError
 from storeprobe.measurement import Measurement
+from storeprobe.metadata import (
+    MetadataMeasurement,
+    MetadataOperation,
+    check_count,
+    check_operation,
+    object_size,
+)
 from storeprobe.result import OPERATIONS, Result, Transfer
 from storeprobe.resultset import ResultSet
 from storeprobe.target import Target
@@ -283,5 +290,31 @@ class Probe:
             label=self.label,
             clock=self.clock,
             callback=self.callback,
+        )
+        return measurement.run()
+
+    def metadata(
+        self, operation: MetadataOperation, count: int = 1000, size: int | str = 0
+    ) -> Result:
+        """Time ``operation`` ("head", "list" or "delete") on ``count`` fresh objects of
+        ``size`` bytes (0 by default), written untimed; ``repeats`` times.
+
+        ``head`` and ``delete`` make one request per object, ≤ ``streams`` in flight;
+        ``list`` lists them all, page after page. The figure is operations per second
+        (:func:`storeprobe.metadata.ops_per_s`; keys per second for ``list``), with
+        per-request latency percentiles; no bandwidth. ``callback`` is not used (no
+        bytes move). See :mod:`storeprobe.metadata`.
+        """
+        measurement = MetadataMeasurement(
+            target=self.target,
+            operation=check_operation(operation),
+            count=check_count(count),
+            size=object_size(size),
+            streams=self.streams,
+            repeats=self.repeats,
+            timeout=self.timeout,
+            label=self.label,
+            seed=self.seed if self.seed is not None else secrets.randbits(63),
+            clock=self.clock,
         )
         return measurement.run()

@@ -7,6 +7,9 @@ Renderers return strings; only the CLI prints. This module owns
   MiB/s otherwise; ``"auto"``: by magnitude, MiB/s from 1 MiB/s up, KiB/s below;
   or one of ``"KiB/s"``, ``"MiB/s"``, ``"Mibit/s"``), :func:`scale` and :func:`rate`
   convert B/s with :mod:`storeprobe.units`' 1024-based converters;
+- **operations per second**: the figure of metadata probes (``head``, ``list``,
+  ``delete``: :data:`PER_OPERATION`) is :func:`ops_per_s`, objects (keys) per second,
+  shown in ``ops/s`` wherever another result shows a byte rate;
 - **one Result as text**: :func:`result_line` (``str(result)``), :func:`result_repr`,
   :func:`result_summary` (the line and its notices), :func:`result_html`;
 - **tables** (:class:`Table` of :class:`Cell`) rendered by :func:`render_tables` as
@@ -42,6 +45,8 @@ from storeprobe.workload import Workload
 __all__ = [
     "CROWN",
     "FORMATS",
+    "OPS_UNIT",
+    "PER_OPERATION",
     "RATE_UNITS",
     "TIE",
     "Cell",
@@ -53,7 +58,9 @@ __all__ = [
     "check_unit",
     "comparison_tables",
     "crown_legend",
+    "median_ops_per_s",
     "notice_lines",
+    "ops_per_s",
     "probe_key",
     "rate",
     "render_tables",
@@ -77,6 +84,10 @@ FORMATS: tuple[str, ...] = get_args(Format)
 CROWN = "👑"
 #: the mark of the fastest figures when the runner-up is not significantly slower
 TIE = "≈"
+#: operations whose figure is operations per second, not a byte rate (metadata probes)
+PER_OPERATION: tuple[str, ...] = ("head", "list", "delete")
+#: the unit of :func:`ops_per_s`
+OPS_UNIT = "ops/s"
 
 _USUAL_BACKEND = {
     "s3": "obstore",
@@ -96,6 +107,8 @@ _USUAL_BACKEND = {
 class _Rated(Protocol):
     @property
     def bytes_per_s(self) -> float: ...
+    @property
+    def seconds(self) -> float: ...
 
 
 class ResultLike(Protocol):
@@ -131,6 +144,8 @@ class ResultLike(Protocol):
     def median_bytes_per_s(self) -> float: ...
     @property
     def best_seconds(self) -> float: ...
+    @property
+    def median_seconds(self) -> float: ...
 
 
 # -- units ---------------------------------------------------------------------------
@@ -177,8 +192,57 @@ def rate(bytes_per_s: float, unit: str = "auto", *, object_size: int = 0) -> str
 
 
 def _unit_of(result: ResultLike, unit: str) -> str:
+    if result.operation in PER_OPERATION:
+        return OPS_UNIT
     figures = [result.bytes_per_s] if result.samples else []
     return resolve_unit(unit, figures, object_size=result.workload.size)
+
+
+# -- operations per second ----------------------------------------------------------------
+def ops_per_s(result: ResultLike) -> float:
+    """Operations per second of the best repeat: the probe's objects ÷ its window.
+
+    For ``head`` and ``delete`` one request per object (requests ÷ window); for ``list``
+    keys listed ÷ window (the pages it took are in ``requests_by_kind``).
+    """
+    return result.workload.count / result.best_seconds
+
+
+def median_ops_per_s(result: ResultLike) -> float:
+    """Operations per second over the median window (see :func:`ops_per_s`)."""
+    return result.workload.count / result.median_seconds
+
+
+def _headline(result: ResultLike, concrete: str) -> tuple[float, float]:
+    """The best and median figures of ``result`` in ``concrete`` (ops/s or a byte rate)."""
+    if concrete == OPS_UNIT:
+        return ops_per_s(result), median_ops_per_s(result)
+    return scale(result.bytes_per_s, concrete), scale(result.median_bytes_per_s, concrete)
+
+
+def _shape(result: ResultLike) -> str:
+    """``"256 × 16 KiB"``; a metadata probe's own label, which keeps empty objects' 0 B (a
+    Workload holds at least 1 byte per object)."""
+    if result.operation in PER_OPERATION:
+        return result.workload.label
+    return f"{result.workload.count} × {format_size(result.workload.size)}"
+
+
+def _described(result: ResultLike) -> str:
+    """``"small (256 × 16 KiB)"``; for a metadata probe its label (see :func:`_shape`)."""
+    return _shape(result) if result.operation in PER_OPERATION else result.workload.describe()
+
+
+def _rank(result: ResultLike) -> float:
+    """What makes one result faster than another of the same probe: ops/s, or B/s."""
+    return ops_per_s(result) if result.operation in PER_OPERATION else result.bytes_per_s
+
+
+def _per_repeat(result: ResultLike) -> list[float]:
+    """Each repeat's figure: ops/s for metadata probes, else B/s (for comparisons)."""
+    if result.operation in PER_OPERATION:
+        return [result.workload.count / sample.seconds for sample in result.samples]
+    return [sample.bytes_per_s for sample in result.samples]
 
 
 # -- one result --------------------------------------------------------------------------
@@ -206,8 +270,7 @@ def result_line(result: ResultLike, unit: str = "workload") -> str:
     Failed repeats and the codes of warnings are named at the end.
     """
     head = (
-        f"{result.operation} {result.workload.describe()} {result.url}, "
-        f"{_plural(result.streams, 'stream')}"
+        f"{result.operation} {_described(result)} {result.url}, {_plural(result.streams, 'stream')}"
     )
     if result.effective_streams != result.streams:
         head += f" ({result.effective_streams} effective)"
@@ -215,10 +278,10 @@ def result_line(result: ResultLike, unit: str = "workload") -> str:
         first = str(result.errors[0]) if result.errors else "no repeat ran"
         return f"{head}: failed ({_plural(len(result.errors), 'error')}; first: {first})"
     concrete = _unit_of(result, unit)
+    best, median = _headline(result, concrete)
     text = (
-        f"{head}: {scale(result.bytes_per_s, concrete):.2f} {concrete} best of "
-        f"{len(result.samples)} (median {scale(result.median_bytes_per_s, concrete):.2f} "
-        f"{concrete}, {result.best_seconds:.3f} s)"
+        f"{head}: {best:.2f} {concrete} best of {len(result.samples)} (median "
+        f"{median:.2f} {concrete}, {result.best_seconds:.3f} s)"
     )
     if result.errors:
         text += f", {_plural(len(result.errors), 'failed repeat')}"
@@ -230,9 +293,8 @@ def result_line(result: ResultLike, unit: str = "workload") -> str:
 
 def result_repr(result: ResultLike, unit: str = "workload") -> str:
     """``<Result upload small s3://b streams=1 8192.00 KiB/s n=3 errors=0>``."""
-    figure = (
-        f"{rate(result.bytes_per_s, _unit_of(result, unit))}" if result.samples else "no samples"
-    )
+    concrete = _unit_of(result, unit)
+    figure = f"{_headline(result, concrete)[0]:.2f} {concrete}" if result.samples else "no samples"
     return (
         f"<Result {result.operation} {result.workload.label} {result.url} "
         f"streams={result.streams} {figure} n={len(result.samples)} "
@@ -260,8 +322,7 @@ def result_html(result: ResultLike, unit: str = "workload") -> str:
     """A compact two-column HTML table for notebooks (every text escaped)."""
     if result.samples:
         concrete = _unit_of(result, unit)
-        best = rate(result.bytes_per_s, concrete)
-        median = rate(result.median_bytes_per_s, concrete)
+        best, median = (f"{value:.2f} {concrete}" for value in _headline(result, concrete))
     else:
         best = median = "failed"
     rows = [
@@ -442,8 +503,7 @@ def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Tabl
     for result in results:
         concrete = _unit_of(result, unit)
         if result.samples:
-            best = scale(result.bytes_per_s, concrete)
-            median = scale(result.median_bytes_per_s, concrete)
+            best, median = _headline(result, concrete)
             figures = [
                 Cell(text=f"{best:.2f}", value=best),
                 Cell(text=f"{median:.2f}", value=median),
@@ -458,7 +518,7 @@ def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Tabl
             [
                 *(Cell(text=label(result)) for _, label in extra),
                 Cell(text=f"{result.operation} {result.workload.label}"),
-                Cell(text=f"{result.workload.count} × {format_size(result.workload.size)}"),
+                Cell(text=_shape(result)),
                 Cell(text=concrete),
                 Cell(text=streams, value=float(result.streams)),
                 *figures,
@@ -490,7 +550,7 @@ def _separable(best: ResultLike, other: ResultLike, confidence: float) -> bool:
     """Is ``best`` significantly faster than ``other``? Needs 2 repeats on each side."""
     if len(best.samples) < 2 or len(other.samples) < 2:
         return False
-    return compare(best, other, confidence=confidence).verdict == "faster"
+    return compare(_per_repeat(best), _per_repeat(other), confidence=confidence).verdict == "faster"
 
 
 def _mark_column(
@@ -538,7 +598,7 @@ def _environment_names(results: Sequence[ResultLike]) -> Callable[[ResultLike], 
 
 def _best(results: Iterable[ResultLike]) -> ResultLike | None:
     measured = [r for r in results if r.samples]
-    return max(measured, key=lambda r: r.bytes_per_s) if measured else None
+    return max(measured, key=_rank) if measured else None
 
 
 def probe_key(result: ResultLike) -> tuple[str, int, int, str, int]:
@@ -590,10 +650,14 @@ def comparison_tables(
                 ]
                 for t in targets
             ]
-            concrete = resolve_unit(
-                unit,
-                [r.bytes_per_s for r in members if r.samples],
-                object_size=members[0].workload.size,
+            concrete = (
+                OPS_UNIT
+                if members[0].operation in PER_OPERATION
+                else resolve_unit(
+                    unit,
+                    [r.bytes_per_s for r in members if r.samples],
+                    object_size=members[0].workload.size,
+                )
             )
             tables.append(
                 _table(
@@ -638,7 +702,9 @@ def comparison_tables(
         for key in keys
     ]
     units = [
-        resolve_unit(
+        OPS_UNIT
+        if column[3] in PER_OPERATION
+        else resolve_unit(
             unit,
             [r.bytes_per_s for r in results if r.samples and probe_key(r) == column],
             object_size=column[2],
@@ -687,7 +753,7 @@ def _table(
             if result is None:
                 row.append(Cell(text=""))
             else:
-                value = scale(result.bytes_per_s, concrete)
+                value = _headline(result, concrete)[0]
                 row.append(Cell(text=f"{value:.2f}", value=value))
         rows.append(row)
     # align result cells with row cells (label columns hold no result)

@@ -38,6 +38,10 @@ from storeprobe.units import GiB, MiB
 __all__ = ["ObstoreBackend", "RangesRefusedError"]
 
 
+#: keys in one page of an S3 listing (ListObjectsV2's maximum and default)
+_S3_PAGE = 1000
+
+
 class RangesRefusedError(OSError):
     """The server answers ranged GETs with 200, which obstore refuses, and no fallback exists."""
 
@@ -187,7 +191,10 @@ class ObstoreBackend(AsyncBackend):
                 found = 0
                 async for chunk in list_objects(store, prefix=key):
                     found += len(chunk)
-                return Outcome(size=found)
+                # obstore pages by itself and does not say how often: S3 answers at most
+                # 1000 keys a page, so a listing of n keys made ceil(n / 1000) requests
+                pages = max(1, -(-found // _S3_PAGE))
+                return Outcome(size=found, wire=((Kind.LIST, pages),))
 
             return AsyncJob(kind, listing)
         if kind is Kind.DELETE:

@@ -214,10 +214,22 @@ class S3Backend(AsyncBackend):
 
             return AsyncJob(kind, head)
         if kind is Kind.LIST:
+            prefix = key.rstrip("/") + "/" if key else ""  # the keys below a directory
 
             async def listing() -> Outcome:
-                response = await fs._call_s3("list_objects_v2", Bucket=bucket, Prefix=key)
-                return Outcome(size=int(response.get("KeyCount", 0)))
+                # every page (≤ 1000 keys on S3), each continuing the last: Outcome.wire
+                # counts the LIST requests, Outcome.size the keys
+                found, pages = 0, 0
+                more: dict[str, str] = {}
+                while True:
+                    response = await fs._call_s3(
+                        "list_objects_v2", Bucket=bucket, Prefix=prefix, **more
+                    )
+                    found += int(response.get("KeyCount", 0))
+                    pages += 1
+                    if not response.get("IsTruncated"):
+                        return Outcome(size=found, wire=((Kind.LIST, pages),))
+                    more = {"ContinuationToken": response["NextContinuationToken"]}
 
             return AsyncJob(kind, listing)
         if kind is Kind.DELETE:

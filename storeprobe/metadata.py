@@ -1,0 +1,356 @@
+"""Metadata probes: HEAD, LIST and DELETE rates, in operations per second.
+
+For each of ``repeats`` repetitions a :class:`MetadataMeasurement`
+
+1. makes a fresh repeat prefix ``<run prefix>/r<N>`` and writes ``count`` objects of
+   ``size`` bytes under it (untimed; 0 bytes by default: every backend takes an empty
+   body);
+2. runs the timed window:
+
+   - ``head``: one HEAD per object, at most ``streams`` in flight; the sizes reported
+     are checked against what was written (untimed, after the window);
+   - ``list``: one listing of the repeat prefix, every page of it (with S3,
+     ``ceil(count / 1000)`` LIST requests, one after the other: they follow
+     continuation tokens, so ``streams`` does not apply); the listing must see exactly
+     ``count`` keys, else the repeat fails with ``verification-failed``;
+   - ``delete``: one DELETE per object, at most ``streams`` in flight; these deletes
+     are also the cleanup of those names;
+
+3. deletes whatever the repeat wrote and is still there, and the repeat prefix.
+
+All of it lives under a fresh run prefix; a ``finally`` deletes every name recorded and
+removes the prefix, as :class:`~storeprobe.measurement.Measurement` does (its writer
+check, absence check and error classification are reused here).
+
+The figure is **operations per second** (:func:`ops_per_s`): objects ÷ window, that is
+requests ÷ window for ``head`` and ``delete``, and *keys* listed ÷ window for ``list``
+(the headline, because it is what a sync tool listing a tree waits for; the pages per
+second are :func:`pages_per_s`). Latency percentiles are per request (per whole listing
+for ``list``). No bandwidth figure: these requests move no payload.
+
+The Result's ``workload`` has the probe's ``count``; a :class:`Workload` holds at least
+1 byte per object, so its ``size`` is ``max(size, 1)`` and its name
+(``"1000 × 0 B"``) keeps the objects' true size. Renderers show the name.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from typing import Literal, get_args
+
+import numpy as np
+from attrs import frozen
+
+from storeprobe.backends import AsyncBackend, SyncBackend
+from storeprobe.environment import Environment, endpoint_of
+from storeprobe.errors import ConfigurationError
+from storeprobe.execution import bounded, execute
+from storeprobe.measurement import Measurement, _delta
+from storeprobe.notices import Code, Notice
+from storeprobe.planning import Plan, delete_plan, head_plan
+from storeprobe.render import OPS_UNIT, PER_OPERATION, median_ops_per_s, ops_per_s
+from storeprobe.request import Kind, Part, Request
+from storeprobe.result import Result, Sample
+from storeprobe.sampling import sample_of
+from storeprobe.stats import stability_notices
+from storeprobe.target import Target
+from storeprobe.transfer import Clock, Run
+from storeprobe.units import GiB, format_size, parse_size
+from storeprobe.verification import VerificationError, check_memory, check_sizes
+from storeprobe.workload import Workload
+
+__all__ = [
+    "MAX_KEYS",
+    "METADATA_OPERATIONS",
+    "OPS_UNIT",
+    "MetadataMeasurement",
+    "MetadataOperation",
+    "check_count",
+    "median_ops_per_s",
+    "ops_per_s",
+    "pages_per_s",
+]
+
+MetadataOperation = Literal["head", "list", "delete"]
+#: the metadata probes, in the order people publish them
+METADATA_OPERATIONS: tuple[MetadataOperation, ...] = get_args(MetadataOperation)
+assert METADATA_OPERATIONS == PER_OPERATION  # render shows ops/s for exactly these
+#: most objects one metadata probe writes and times
+MAX_KEYS = 1_000_000
+_LOCAL = frozenset({"file", "local", "memory"})
+
+
+def check_count(count: object) -> int:
+    """``count`` if it is an int from 1 to :data:`MAX_KEYS`, else a ConfigurationError."""
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_KEYS:
+        raise ConfigurationError(
+            f"count must be an int from 1 to {MAX_KEYS:,}, not {count!r}: use e.g. 1000 "
+            "(the keys of one S3 listing page)"
+        )
+    return count
+
+
+def check_operation(operation: object) -> MetadataOperation:
+    """``operation`` if it names a metadata probe, else a ConfigurationError."""
+    for known in METADATA_OPERATIONS:
+        if operation == known:
+            return known
+    raise ConfigurationError(
+        f"operation must be one of {', '.join(METADATA_OPERATIONS)}, not {operation!r}"
+    )
+
+
+def object_size(size: object) -> int:
+    """The objects' size in bytes (``0``, ``16``, ``"1KiB"``), at most 5 GiB (one PUT)."""
+    if isinstance(size, bool) or not isinstance(size, int | str):
+        raise ConfigurationError(
+            f"size must be bytes (an int) or a size such as '1KiB', not {size!r}"
+        )
+    value = parse_size(size)
+    if not 0 <= value <= 5 * GiB:
+        raise ConfigurationError(
+            f"size must be from 0 bytes to 5 GiB (one PUT per object), not {value:,} bytes: "
+            "metadata probes use small objects, 0 bytes by default"
+        )
+    return value
+
+
+def pages_per_s(result: Result) -> float:
+    """LIST requests (pages) per second of the best repeat; ``nan`` without LIST requests."""
+    if not result.samples:
+        raise ValueError(f"{result.probe} on {result.url} has no successful sample")
+    best = min(result.samples, key=lambda sample: sample.elapsed_ns)
+    pages = best.requests_by_kind.get(Kind.LIST.value, 0)
+    return pages / best.seconds if pages else math.nan
+
+
+@frozen(kw_only=True)
+class MetadataMeasurement:
+    """One metadata probe call's settings, bound to its target (see the module docstring)."""
+
+    target: Target
+    operation: MetadataOperation
+    count: int
+    size: int
+    streams: int
+    repeats: int
+    timeout: float | None
+    label: str | None
+    seed: int | None
+    clock: Clock
+
+    @property
+    def workload(self) -> Workload:
+        """What the Result reports: ``count`` objects, named with their true size."""
+        seed = self.seed if self.seed is not None else 0
+        name = f"{self.count} × {format_size(self.size)}"
+        return Workload(count=self.count, size=max(self.size, 1), seed=seed, name=name)
+
+    def _helper(self) -> Measurement:
+        """A measurement of the same target, for the untimed steps both kinds share."""
+        return Measurement(
+            target=self.target,
+            operation="upload",
+            workload=self.workload,
+            streams=self.streams,
+            repeats=self.repeats,
+            verify=False,
+            timeout=self.timeout,
+            part_size=None,
+            stage_above=GiB,
+            label=self.label,
+            clock=self.clock,
+            callback=None,
+        )
+
+    @property
+    def effective_streams(self) -> int:
+        """Requests in flight at most: a listing's pages follow one another."""
+        return 1 if self.operation == "list" else min(self.streams, self.count)
+
+    def run(self) -> Result:
+        """Measure, and return the Result (errors and warnings included)."""
+        target, backend = self.target, self.target.backend
+        if self.size:
+            check_memory(self.workload, self.count * self.size, "one repeat's objects")
+        environment = Environment.capture(
+            self.label, endpoint=endpoint_of(target.url, target.options)
+        )
+        prefix = target.new_prefix()
+        try:
+            bounded(lambda: backend.check_root(target.root), self.timeout)
+            bounded(lambda: backend.make_prefix(prefix), self.timeout)
+        except Exception as exc:
+            raise target.translate(exc, "preparing the run") from None
+        helper = self._helper()
+        written: list[str] = []
+        writer = helper._writer(prefix, written)
+        notices = self._notices(writer is not backend)
+        gone: set[str] = set()
+        made: list[str] = []
+        samples: list[Sample] = []
+        errors: list[Notice] = []
+        try:
+            for repeat in range(self.repeats):
+                where = f"{prefix}/r{repeat}"
+                names = [f"{where}/{index:07d}" for index in range(self.count)]
+                written.extend(names)
+                try:
+                    bounded(functools.partial(backend.make_prefix, where), self.timeout)
+                    made.append(where)
+                    if writer is not backend:
+                        helper._check_absent(writer, names)
+                    self._write(writer, names, repeat)
+                    samples.append(self._timed(where, names, gone))
+                except Exception as exc:
+                    errors.append(helper._error(exc, repeat + 1))
+                finally:
+                    left = {
+                        entry.split(" (", 1)[0]
+                        for entry in helper._delete([name for name in names if name not in gone])
+                    }
+                    gone.update(name for name in names if name not in left)
+        finally:
+            leftovers = helper._delete([name for name in written if name not in gone])
+            for where in [*made, prefix]:
+                try:
+                    backend.remove_prefix(where)
+                except FileNotFoundError:
+                    pass
+                except Exception as exc:
+                    leftovers.append(f"{where} ({target.describe_error(exc)})")
+        notices.extend(self._judge(samples, helper))
+        if leftovers:
+            notices.append(_cleanup_incomplete(prefix, leftovers))
+        return Result(
+            operation=self.operation,
+            workload=self.workload,
+            url=target.url,
+            protocol=target.protocol,
+            backend=backend.client,
+            streams=self.streams,
+            effective_streams=self.effective_streams,
+            strategy=self._strategy(),
+            samples=tuple(samples),
+            errors=tuple(errors),
+            warnings=tuple(notices),
+            environment=environment,
+        )
+
+    # -- one repeat --------------------------------------------------------------------
+    def _write(self, writer: AsyncBackend | SyncBackend, names: Sequence[str], repeat: int) -> None:
+        """Untimed: one PUT of ``size`` bytes per name, ≤ streams at once."""
+        content = self.workload.with_seed(((self.seed or 0) + repeat) % 2**63)
+        parts = [Part(index, 0, self.size) for index in range(len(names))]
+        plan = Plan(
+            phases=(
+                tuple(
+                    Request(kind=Kind.PUT, key=name, body=part)
+                    for name, part in zip(names, parts, strict=True)
+                ),
+            )
+        )
+        bodies = [writer.body(content, part) for part in parts]
+        execute(
+            writer,
+            plan,
+            streams=self.streams,
+            clock=self.clock,
+            timeout=self.timeout,
+            bodies=bodies,
+        )
+        writer.fs.invalidate_cache()
+
+    def _timed(self, where: str, names: list[str], gone: set[str]) -> Sample:
+        """The timed window of one repeat, then its checks (untimed)."""
+        backend = self.target.backend
+        if self.operation == "head":
+            plan = head_plan(names)
+        elif self.operation == "delete":
+            plan = delete_plan(names)
+        else:
+            plan = Plan(phases=((Request(kind=Kind.LIST, key=where),),))
+        before = backend.retries_seen()
+        run = execute(backend, plan, streams=self.streams, clock=self.clock, timeout=self.timeout)
+        backend.fs.invalidate_cache()
+        if self.operation == "delete":
+            gone.update(names)
+        elif self.operation == "head":
+            check_sizes(plan.requests, run.outcomes, self.size)
+        else:
+            self._check_listing(where, run)
+        return sample_of(run, _delta(backend.retries_seen(), before))
+
+    def _check_listing(self, where: str, run: Run) -> None:
+        found = run.outcomes[0].size
+        if found != self.count:
+            raise VerificationError(
+                f"the listing of {where} found {found} keys where {self.count} were written: "
+                "the storage lists fewer (or more) keys than it holds"
+            )
+
+    # -- the Result's text -----------------------------------------------------------------
+    def _strategy(self) -> str:
+        written = f"{self.count} objects of {format_size(self.size)} written untimed; "
+        if self.operation == "list":
+            return written + "one listing of them, page after page"
+        verb = "HEAD" if self.operation == "head" else "DELETE"
+        return written + f"one {verb} per object, {self.effective_streams} at a time"
+
+    def _notices(self, unconditional: bool) -> list[Notice]:
+        found: list[Notice] = []
+        if self.operation == "list" and self.streams > 1:
+            found.append(
+                Notice(
+                    code=Code.FEW_REQUESTS,
+                    message="a listing's pages follow one another (each continues the "
+                    f"last): one request in flight, whatever streams={self.streams} says",
+                    fix="compare listings at streams=1",
+                )
+            )
+        elif self.effective_streams < self.streams:
+            found.append(
+                Notice(
+                    code=Code.FEW_REQUESTS,
+                    message=f"only {self.count} objects: at most {self.effective_streams} "
+                    "requests in flight",
+                    fix="use at least as many objects as streams",
+                )
+            )
+        if unconditional:
+            found.append(
+                Notice(
+                    code=Code.NO_CONDITIONAL_WRITE,
+                    message="this storage refuses conditional writes (If-None-Match): each "
+                    "name was checked absent with HEAD before being written (untimed)",
+                    fix="nothing to do; the timed requests are not affected",
+                )
+            )
+        return found
+
+    def _judge(self, samples: Sequence[Sample], helper: Measurement) -> list[Notice]:
+        """Stability notices from each repeat's operations per second (these samples
+        move no bytes, so a measurement's byte rates would hide their variation); the
+        retry notice is the measurement's own."""
+        found = stability_notices(
+            np.array([self.count / sample.seconds for sample in samples], dtype=np.float64),
+            np.array([sample.elapsed_ns for sample in samples], dtype=np.int64),
+            np.array(
+                [np.nan if s.cpu_fraction is None else s.cpu_fraction for s in samples],
+                dtype=np.float64,
+            ),
+            operation=self.operation,
+            remote=self.target.protocol not in _LOCAL,
+        )
+        return found + [n for n in helper._judge(samples) if n.code is Code.RETRIED]
+
+
+def _cleanup_incomplete(prefix: str, leftovers: Sequence[str]) -> Notice:
+    shown = ", ".join(leftovers[:5]) + (" ..." if len(leftovers) > 5 else "")
+    return Notice(
+        code=Code.CLEANUP_INCOMPLETE,
+        message=f"cleanup could not delete {len(leftovers)} item(s) under {prefix}: {shown}",
+        fix="delete them by hand",
+    )
