@@ -24,6 +24,7 @@ from fsspec.callbacks import TqdmCallback
 
 from storeprobe import render
 from storeprobe._version import __version__
+from storeprobe.cli_backup import add_backup_command, run_backup
 from storeprobe.environment import check_label
 from storeprobe.errors import ConfigurationError, ResultFormatError, StoreProbeError
 from storeprobe.probe import MAX_STREAMS, Probe
@@ -228,6 +229,7 @@ def _parser() -> argparse.ArgumentParser:
         help="also save a chart of throughput per stream count",
     )
     _probe_options(sweep)
+    add_backup_command(commands, _help_formatter)
     return parser
 
 
@@ -357,7 +359,12 @@ def _report(args: argparse.Namespace) -> int:
     if not len(results):
         raise ConfigurationError("the result files hold no results")
     crown, tie = (PLAIN_CROWN, PLAIN_TIE) if args.plain else (CROWN, TIE)
-    print(results.table(by=args.by, format=args.format, unit=args.unit, crown=crown, tie=tie))
+    steps = [result for result in results if result.step is not None]
+    probes = results.filter(lambda result: result.step is None) if steps else results
+    if steps:  # scenario steps: the table backup comparisons publish
+        print(render.render_tables(render.backup_tables(steps), args.format))
+    if len(probes):
+        print(probes.table(by=args.by, format=args.format, unit=args.unit, crown=crown, tie=tie))
     if args.plot is not None:
         from storeprobe.plot import plot_probes
 
@@ -398,6 +405,15 @@ def _sweep(args: argparse.Namespace) -> int:
     return EXIT_OK if all(result.ok for result in results) else EXIT_FAILED
 
 
+def _backup(args: argparse.Namespace) -> int:
+    check_label(args.label)
+    code, results = run_backup(args, _options(args.option))
+    _print_notices(results)
+    if args.json is not None:
+        results.save(args.json)
+    return code
+
+
 def _silence_stdout() -> None:
     """After a closed pipe (``storeprobe report FILE | head``): send further output nowhere,
     so the interpreter's final flush raises nothing."""
@@ -412,7 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``storeprobe`` and ``python -m storeprobe``; returns the exit code."""
     parser = _parser()
     args = parser.parse_args(argv)
-    commands = {"run": _run, "report": _report, "sweep": _sweep}
+    commands = {"run": _run, "report": _report, "sweep": _sweep, "backup": _backup}
     try:
         return commands[args.command](args)
     except (ConfigurationError, ResultFormatError) as exc:

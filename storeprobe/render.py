@@ -39,7 +39,8 @@ from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError
 from storeprobe.notices import Notice
 from storeprobe.stats import compare
-from storeprobe.units import MiB, auto_rate_unit, format_size, rate_in
+from storeprobe.step import Step
+from storeprobe.units import MiB, auto_rate_unit, format_bytes, format_size, rate_in
 from storeprobe.workload import Workload
 
 __all__ = [
@@ -53,7 +54,9 @@ __all__ = [
     "Format",
     "RateUnit",
     "ResultLike",
+    "StepResultLike",
     "Table",
+    "backup_tables",
     "check_format",
     "check_unit",
     "comparison_tables",
@@ -267,8 +270,12 @@ def _where(result: ResultLike) -> str:
 def result_line(result: ResultLike, unit: str = "workload") -> str:
     """One line, as in a lab notebook: probe, target, streams, best and median rate.
 
-    Failed repeats and the codes of warnings are named at the end.
+    Failed repeats and the codes of warnings are named at the end. A scenario step says
+    its seconds, the bytes it moved against those that changed, and the space used.
     """
+    step: Step | None = getattr(result, "step", None)
+    if step is not None and result.samples:
+        return _step_line(result, step)
     head = (
         f"{result.operation} {_described(result)} {result.url}, {_plural(result.streams, 'stream')}"
     )
@@ -289,6 +296,17 @@ def result_line(result: ResultLike, unit: str = "workload") -> str:
         codes = ", ".join(dict.fromkeys(notice.code.value for notice in result.warnings))
         text += f"; {_plural(len(result.warnings), 'warning')}: {codes}"
     return text
+
+
+def _step_line(result: ResultLike, step: Step) -> str:
+    space = "" if step.space_used is None else f", space used {format_bytes(step.space_used)}"
+    dedup = "" if step.dedup_ratio is None else f", dedup {step.dedup_ratio:.1f}×"
+    return (
+        f"{step.label} ({step.method}) of {result.workload.label} on {result.url}, "
+        f"{_plural(result.streams, 'stream')}: {result.best_seconds:.3f} s, moved "
+        f"{format_bytes(step.moved_bytes)} (changed {format_bytes(step.changed_bytes)} of "
+        f"{format_bytes(step.dataset_bytes)}){space}{dedup}"
+    )
 
 
 def result_repr(result: ResultLike, unit: str = "workload") -> str:
@@ -770,3 +788,90 @@ def _table(
         labels=width,
         legend=legend,
     )
+
+
+# -- scenario tables -------------------------------------------------------------------------
+class StepResultLike(ResultLike, Protocol):
+    """A Result that may be a scenario step (``step`` is a :class:`~storeprobe.step.Step`)."""
+
+    @property
+    def step(self) -> Step | None: ...
+
+
+def backup_tables(results: Sequence[StepResultLike]) -> list[Table]:
+    """The backup-and-restore tables in the shape people publish them.
+
+    One table per method and dataset; one row per target, stream count (and environment,
+    when there are several); one column per step (``backup 1`` …, ``restore 1 (full)``
+    …) in seconds (the step's timed requests), then the space the target held after the
+    last backup, in MiB. A failed step shows ``failed``, a step not run ``-``.
+    """
+    steps = [r for r in results if r.step is not None]
+    groups: dict[tuple[str, str], list[StepResultLike]] = {}
+    for result in steps:
+        assert result.step is not None
+        kind = result.workload.label.split(" ", 1)[0]
+        groups.setdefault((result.step.method, kind), []).append(result)
+    env_name = _environment_names(steps)
+    several_envs = len({env_name(r) for r in steps}) > 1
+    tables: list[Table] = []
+    for (method, kind), members in groups.items():
+        columns: list[str] = []
+        for result in members:
+            assert result.step is not None
+            if result.step.label not in columns:
+                columns.append(result.step.label)
+        columns.sort(key=lambda label: (not label.startswith("backup"), _step_number(label)))
+        rows: dict[tuple[str, ...], dict[str, StepResultLike]] = {}
+        for result in members:
+            assert result.step is not None
+            key: tuple[str, ...] = (target_label(result), str(result.streams))
+            if several_envs:
+                key = (*key, env_name(result))
+            rows.setdefault(key, {})[result.step.label] = result
+        first = min(members, key=lambda r: r.step.version if r.step else 0).step
+        assert first is not None
+        header = ["target", "streams", *(["environment"] if several_envs else []), *columns]
+        units = ["", "", *([""] if several_envs else []), *(["s"] * len(columns))]
+        grid: list[list[Cell]] = []
+        for key, cells in rows.items():
+            row = [Cell(text=text) for text in key]
+            space: int | None = None
+            for label in columns:
+                found = cells.get(label)
+                if found is None:
+                    row.append(Cell(text=""))
+                    continue
+                if found.samples:
+                    seconds = found.best_seconds
+                    row.append(Cell(text=f"{seconds:.3f}", value=seconds))
+                elif any(e.code.value == "not-run" for e in found.errors):
+                    row.append(Cell(text="-"))
+                else:
+                    row.append(Cell(text="failed"))
+                step = found.step
+                if step is not None and step.kind == "backup" and step.space_used is not None:
+                    space = step.space_used
+            row.append(
+                Cell(
+                    text="" if space is None else f"{space / MiB:.2f}",
+                    value=None if space is None else space / MiB,
+                )
+            )
+            grid.append(row)
+        tables.append(
+            Table(
+                title=f"backup and restore, {method} method, {first.dataset} ({kind})",
+                header=(*header, "space used"),
+                units=(*units, "MiB"),
+                rows=grid,
+                labels=len(header) - len(columns),
+                legend="seconds of timed requests per step (the sum of its windows); space "
+                "used: what the target held under the run's prefix after the last backup",
+            )
+        )
+    return tables
+
+
+def _step_number(label: str) -> int:
+    return int(label.split()[1])

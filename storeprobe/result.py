@@ -300,8 +300,9 @@ class Result:
 
     @property
     def median_bytes_per_s(self) -> float:
-        """Payload bytes ÷ median window, in bytes per second."""
-        return self.workload.total_bytes / self.median_seconds
+        """Payload bytes moved ÷ median window, in bytes per second."""
+        moved = float(np.median([sample.nbytes for sample in self.samples]))
+        return moved / self.median_seconds
 
     @property
     def kib_per_s(self) -> float:

@@ -20,6 +20,7 @@ __all__ = [
     "KiB",
     "MiB",
     "auto_rate_unit",
+    "format_bytes",
     "format_rate",
     "format_size",
     "kib_per_s",
@@ -94,6 +95,15 @@ def mib_per_s(bytes_per_s: float) -> float:
 def mibit_per_s(bytes_per_s: float) -> float:
     """Convert bytes per second to Mibit/s (8 · B/s ÷ 1024²)."""
     return 8 * bytes_per_s / MiB
+
+
+def format_bytes(nbytes: float) -> str:
+    """A byte count to two decimals in the largest binary unit it reaches:
+    ``4219053`` → ``"4.02 MiB"``, ``512`` → ``"512 B"``."""
+    for unit, factor in (("TiB", TiB), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if abs(nbytes) >= factor:
+            return f"{nbytes / factor:.2f} {unit}"
+    return f"{nbytes:.0f} B"
 
 
 def format_size(nbytes: int) -> str:

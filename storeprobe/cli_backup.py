@@ -1,0 +1,145 @@
+"""``storeprobe backup``: back up and restore an evolving dataset on one or more targets.
+
+Kept apart from :mod:`storeprobe.cli` (which registers it and prints for it) so that each
+reads in one sitting. It prints the table in the shape backup comparisons publish: one
+row per target and stream count, one column per step in seconds, and the space used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from storeprobe import render
+from storeprobe.backup import METHODS
+from storeprobe.dataset import Image, Tree
+from storeprobe.errors import ConfigurationError
+from storeprobe.probe import MAX_STREAMS, Probe
+from storeprobe.result import Result
+from storeprobe.resultset import ResultSet
+
+__all__ = ["add_backup_command", "dataset_versions", "run_backup"]
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def add_backup_command(
+    commands: Any, formatter: Callable[[str], argparse.HelpFormatter]
+) -> argparse.ArgumentParser:
+    """Register ``backup`` on the ``commands`` subparsers; returns its parser."""
+    backup: argparse.ArgumentParser = commands.add_parser(
+        "backup",
+        help="back up and restore an evolving dataset (a source tree, a disk image, a DIR)",
+        formatter_class=formatter,
+        description="Back up every version of a dataset, then restore every version (the "
+        "first into an empty directory, the next ones incrementally), verifying every "
+        "byte; print seconds per step and the space used, one row per target and stream "
+        "count.",
+    )
+    backup.add_argument("urls", nargs="+", metavar="URL", help="fsspec URLs of the targets")
+    backup.add_argument(
+        "--dataset",
+        default="tree",
+        metavar="tree|image|DIR",
+        help="tree: shaped like the Linux source tree; image: one disk image changing in "
+        "small places; DIR: the sizes and layout of a real directory (never its content)",
+    )
+    backup.add_argument(
+        "--size",
+        metavar="SIZE",
+        help="the dataset's size, e.g. 64MiB (default: 256 MiB for a tree, 1 GiB for an image)",
+    )
+    backup.add_argument(
+        "--versions", type=int, default=None, help="versions (default: 6 for trees, 3 for images)"
+    )
+    backup.add_argument(
+        "--method", choices=METHODS, nargs="+", default=["files"], help="backup methods to run"
+    )
+    backup.add_argument(
+        "--chunk-size", default="4MiB", metavar="SIZE", help="average chunk of the chunks method"
+    )
+    backup.add_argument(
+        "--streams", type=int, nargs="+", default=[1], metavar="N", help="requests in flight"
+    )
+    backup.add_argument("--seed", type=int, default=0, help="seed of the dataset's content")
+    backup.add_argument("--timeout", type=float, default=300.0, help="seconds per request")
+    backup.add_argument(
+        "-o",
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a storage option (VALUE parsed as JSON if it can be); repeatable",
+    )
+    backup.add_argument(
+        "--client", choices=["auto", "obstore", "s3fs"], default="auto", help="S3 client"
+    )
+    backup.add_argument("--label", help="a name for this environment, e.g. home-laptop")
+    backup.add_argument(
+        "--format", choices=render.FORMATS, default="markdown", help="how to print the table"
+    )
+    backup.add_argument("--no-verify", action="store_true", help="skip checking restored bytes")
+    backup.add_argument(
+        "--json", type=Path, metavar="FILE", help="also write the results as JSON (appended)"
+    )
+    return backup
+
+
+def dataset_versions(
+    spec: str, size: str | None, versions: int | None, seed: int
+) -> list[Tree | Image]:
+    """The dataset named by ``spec`` and its next versions (each ``evolve()`` of the last)."""
+    dataset: Tree | Image
+    if spec == "tree":
+        dataset = Tree.source_tree(size=size, seed=seed) if size else Tree.source_tree(seed=seed)
+        count = 6 if versions is None else versions
+    elif spec == "image":
+        dataset = Image.create(size or "1GiB", seed=seed)
+        count = 3 if versions is None else versions
+    elif Path(spec).is_dir():
+        if size is not None:
+            raise ConfigurationError("--size applies to tree and image, not to a directory")
+        dataset = Tree.from_directory(spec, seed=seed)
+        count = 6 if versions is None else versions
+    else:
+        raise ConfigurationError(f"--dataset {spec!r} is not tree, image or an existing directory")
+    if not 1 <= count <= 100:
+        raise ConfigurationError(f"--versions {count} is out of range: use 1 to 100")
+    chain: list[Tree | Image] = [dataset]
+    for _ in range(count - 1):
+        chain.append(chain[-1].evolve())
+    return chain
+
+
+def run_backup(args: argparse.Namespace, options: dict[str, Any]) -> tuple[int, ResultSet]:
+    """Run the scenario on every target, method and stream count; print the tables."""
+    for count in args.streams:
+        if not 1 <= count <= MAX_STREAMS:
+            raise ConfigurationError(f"--streams {count} is out of range: use 1 to {MAX_STREAMS}")
+    chain = dataset_versions(args.dataset, args.size, args.versions, args.seed)
+    print(f"dataset: {chain[0].describe()}, {len(chain)} versions", file=sys.stderr)
+    results: list[Result] = []
+    for url in args.urls:
+        for method in args.method:
+            for streams in args.streams:
+                probe = Probe.from_url(
+                    url,
+                    options,
+                    client=args.client if url.startswith(("s3://", "s3a://")) else "auto",
+                    streams=streams,
+                    timeout=args.timeout,
+                    label=args.label,
+                    verify=not args.no_verify,
+                )
+                steps = probe.backup_restore(
+                    chain[0], versions=chain, method=method, chunk_size=args.chunk_size
+                )
+                for result in steps:
+                    print(f"  {render.result_line(result)}", file=sys.stderr)
+                results.extend(steps)
+    collected = ResultSet(results)
+    print(render.render_tables(render.backup_tables(results), args.format))
+    return (EXIT_OK if all(r.ok for r in results) else EXIT_FAILED), collected
