@@ -9,6 +9,7 @@ True
 from __future__ import annotations
 
 from storeprobe._version import __version__
+from storeprobe.dataset import Image, Sizes, Tree
 from storeprobe.environment import Environment
 from storeprobe.errors import (
     ConfigurationError,
@@ -26,6 +27,7 @@ from storeprobe.notices import Code, Notice
 from storeprobe.probe import Probe
 from storeprobe.result import SCHEMA_VERSION, Result, Sample, dump_results, load_results
 from storeprobe.resultset import ResultSet, Saturation
+from storeprobe.step import Step
 from storeprobe.target import Target
 from storeprobe.units import format_rate, format_size, parse_size
 from storeprobe.workload import Workload
@@ -35,6 +37,7 @@ __all__ = [
     "Code",
     "ConfigurationError",
     "Environment",
+    "Image",
     "MissingDependencyError",
     "Notice",
     "Probe",
@@ -43,6 +46,8 @@ __all__ = [
     "ResultSet",
     "Sample",
     "Saturation",
+    "Sizes",
+    "Step",
     "StoreProbeError",
     "StoreProbeWarning",
     "Target",
@@ -50,6 +55,7 @@ __all__ = [
     "TargetNotFoundError",
     "TargetPermissionError",
     "TargetUnreachableError",
+    "Tree",
     "UnitError",
     "Workload",
     "__version__",
