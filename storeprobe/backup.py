@@ -331,8 +331,12 @@ def backup_restore(
     label: str | None = None,
     chunking: Chunking | None = None,
     verify: bool = True,
+    restore: Sequence[int] | None = None,
 ) -> list[Result]:
-    """Back up every version, then restore every version; one Result per step.
+    """Back up every version, then restore versions; one Result per step.
+
+    ``restore`` lists the versions to restore, in order (default: every version, oldest
+    first): the first into an empty directory, each next one over the one before it.
 
     The first failure stops the scenario (later steps depend on it): its Result holds
     the error, later steps are Results with a ``not-run`` error. Everything written is
@@ -347,6 +351,12 @@ def backup_restore(
             raise ConfigurationError(
                 "versions must be a dataset and its successive evolve() results "
                 f"(version {expected} at position {expected}, found {dataset.version})"
+            )
+    order = list(range(len(versions))) if restore is None else list(restore)
+    for index in order:
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(versions):
+            raise ConfigurationError(
+                f"restore names version {index!r}: use versions 0 to {len(versions) - 1}"
             )
     chunking = chunking or Chunking()
     backend = target.backend
@@ -375,15 +385,18 @@ def backup_restore(
         map_files(prefix, dataset) if method == "files" else map_chunks(prefix, dataset, chunking)
         for dataset in versions
     ]
-    steps: list[tuple[Literal["backup", "restore"], int, int]] = [
-        ("backup", number, number - 1) for number in range(1, len(versions) + 1)
-    ] + [("restore", number, number - 1) for number in range(1, len(versions) + 1)]
+    steps: list[tuple[Literal["backup", "restore"], int, int, int | None]] = [
+        ("backup", number, number - 1, None) for number in range(1, len(versions) + 1)
+    ] + [
+        ("restore", number, index, order[number - 2] if number > 1 else None)
+        for number, index in enumerate(order, start=1)
+    ]
     results: list[Result] = []
     directory = Path(tempfile.mkdtemp(prefix="storeprobe-restore-"))
     stored: dict[str, int] = {}
     failed: Notice | None = None
     try:
-        for kind, number, index in steps:
+        for kind, number, index, before in steps:
             if failed is not None:
                 results.append(_not_run(scenario, kind, number, laid[index], failed))
                 continue
@@ -391,7 +404,7 @@ def backup_restore(
                 if kind == "backup":
                     results.append(scenario.backup(number, laid[index], stored))
                 else:
-                    previous = laid[index - 1] if index else None
+                    previous = None if before is None else laid[before]
                     results.append(scenario.restore(number, laid[index], previous, directory))
             except Exception as exc:
                 failed = Notice(

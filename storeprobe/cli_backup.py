@@ -59,6 +59,14 @@ def add_backup_command(
         "--method", choices=METHODS, nargs="+", default=["files"], help="backup methods to run"
     )
     backup.add_argument(
+        "--restore",
+        type=int,
+        nargs="+",
+        metavar="V",
+        help="versions to restore, in order, from 0 (default: every version, oldest first); "
+        "the first into an empty directory, each next one over the one before",
+    )
+    backup.add_argument(
         "--chunk-size", default="4MiB", metavar="SIZE", help="average chunk of the chunks method"
     )
     backup.add_argument(
@@ -135,7 +143,11 @@ def run_backup(args: argparse.Namespace, options: dict[str, Any]) -> tuple[int, 
                     verify=not args.no_verify,
                 )
                 steps = probe.backup_restore(
-                    chain[0], versions=chain, method=method, chunk_size=args.chunk_size
+                    chain[0],
+                    versions=chain,
+                    method=method,
+                    chunk_size=args.chunk_size,
+                    restore=args.restore,
                 )
                 for result in steps:
                     print(f"  {render.result_line(result)}", file=sys.stderr)

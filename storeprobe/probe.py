@@ -228,6 +228,7 @@ class Probe:
         versions: int | Sequence[Tree | Image] = 6,
         method: Method = "files",
         chunk_size: int | str = "4MiB",
+        restore: Sequence[int] | None = None,
     ) -> ResultSet:
         """Back up ``versions`` versions of ``dataset``, then restore each; one Result per
         step (see :mod:`storeprobe.backup`).
@@ -237,7 +238,10 @@ class Probe:
         sync, as rsync or rclone) or ``"chunks"`` (content-defined chunks of about
         ``chunk_size`` bytes named by hash, one existence check per chunk). Requests run
         ``streams`` at a time; the scenario runs once (``repeats`` does not apply: each
-        step depends on the one before).
+        step depends on the one before). ``restore`` lists the versions to restore, in
+        order (default: all, oldest first); the first is restored into an empty
+        directory, each next one incrementally over the one before, e.g. ``[5, 2]``:
+        the latest, then back to an older one.
         """
         if isinstance(versions, int):
             if isinstance(versions, bool) or not 1 <= versions <= 100:
@@ -258,6 +262,7 @@ class Probe:
                 label=self.label,
                 chunking=Chunking.of(chunk_size),
                 verify=self.verify,
+                restore=restore,
             )
         )
 

@@ -199,3 +199,22 @@ def test_memory_backup_restore(tmp_path: Path) -> None:
     )
     assert all(r.ok for r in results)
     assert not [k for k in MemoryFileSystem.store if k.startswith("/bk/")]
+
+
+@pytest.mark.parametrize("method", ["files", "chunks"])
+def test_restore_the_latest_then_back_to_an_older_version(tmp_path: Path, method: str) -> None:
+    make, root = _local(tmp_path)
+    versions = [TREE, TREE.evolve(seed=1), TREE.evolve(seed=1).evolve(seed=2)]
+    results = make(streams=2).backup_restore(
+        TREE, versions=versions, method=method, chunk_size=CHUNK, restore=[2, 0]
+    )
+    assert all(r.ok for r in results), [r.errors for r in results]  # every byte verified
+    restores = [r.step for r in results if r.step is not None and r.step.kind == "restore"]
+    assert [(s.label, s.version) for s in restores] == [("restore 1 (full)", 2), ("restore 2", 0)]
+    # going back fetches only what differs between the two versions
+    back = versions[0].diff(versions[2])
+    assert restores[1].changed_bytes == back.changed_bytes
+    assert restores[1].moved_bytes < TREE.total_bytes / 2
+    assert tree(root) == {}
+    with pytest.raises(ConfigurationError, match="restore names version 3"):
+        make().backup_restore(TREE, versions=versions, restore=[3])

@@ -60,6 +60,7 @@ def test_backup_prints_the_published_table_and_report_repeats_it(
         (["--versions", "0"], "--versions 0 is out of range"),
         (["--streams", "0"], "--streams 0 is out of range"),
         (["--size", "12 parsecs"], "size"),
+        (["--versions", "2", "--restore", "2"], "restore names version 2"),
     ],
 )
 def test_backup_bad_input_is_a_usage_error(
