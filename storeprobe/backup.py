@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -40,9 +40,9 @@ from attrs import define, field
 
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.dataset import Dataset, Image, Tree
-from storeprobe.environment import Environment, endpoint_of
+from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError
-from storeprobe.execution import bounded, delete_names, execute
+from storeprobe.execution import bounded, delete_names, execute, open_run
 from storeprobe.jobs import EXISTENCE, Wrapper
 from storeprobe.manifest import (
     Blobs,
@@ -360,15 +360,7 @@ def backup_restore(
             )
     chunking = chunking or Chunking()
     backend = target.backend
-    environment = Environment.capture(label, endpoint=endpoint_of(target.url, target.options))
-    prefix = target.new_prefix()
-    try:
-        bounded(lambda: backend.check_root(target.root), timeout)
-        bounded(lambda: backend.make_prefix(prefix), timeout)
-        for folder in _FOLDERS:
-            bounded(_making(backend, f"{prefix}/{folder}"), timeout)
-    except Exception as exc:
-        raise target.translate(exc, "preparing the run") from None
+    environment, prefix = open_run(target, label, timeout, _FOLDERS)
     scenario = _Scenario(
         target=target,
         versions=tuple(versions),
@@ -438,10 +430,6 @@ def backup_restore(
 
 
 _FOLDERS = ("files", "chunks", "manifests")
-
-
-def _making(backend: Backend, folder: str) -> Callable[[], None]:
-    return lambda: backend.make_prefix(folder)
 
 
 def _failed(

@@ -7,6 +7,7 @@ on the client's event loop (asynchronous clients) or a thread pool (synchronous 
 A failed plan is aborted (a half-done multipart upload, an open file) before the error
 goes on. Progress, when asked, is pumped from another thread (:mod:`storeprobe.progress`).
 
+:func:`open_run` prepares a run (environment, a fresh prefix, the root checked);
 :func:`delete_names` deletes what a run wrote, one name at a time, tolerating failures;
 :func:`bounded` runs one synchronous preparation step with a deadline.
 """
@@ -14,6 +15,7 @@ goes on. Progress, when asked, is pumped from another thread (:mod:`storeprobe.p
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -23,6 +25,7 @@ from fsspec.callbacks import Callback
 
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backends.base import Landing
+from storeprobe.environment import Environment, endpoint_of
 from storeprobe.errors import TargetUnreachableError
 from storeprobe.jobs import Wrapper, positioned, tolerating
 from storeprobe.planning import Plan, delete_plan
@@ -31,7 +34,7 @@ from storeprobe.request import Body
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Meter, Run, run_async, run_sync
 
-__all__ = ["bounded", "delete_names", "execute"]
+__all__ = ["bounded", "delete_names", "execute", "open_run"]
 
 
 @contextlib.contextmanager
@@ -174,3 +177,30 @@ def delete_names(
         return [f"{name} ({target.describe_error(exc)})" for name in names]
     backend.fs.invalidate_cache()
     return failed
+
+
+def open_run(
+    target: Target, label: str | None, timeout: float | None, folders: Sequence[str] = ()
+) -> tuple[Environment, str]:
+    """Capture the environment and make a fresh run prefix (and ``folders`` under it)
+    after checking the root; storage errors become storeprobe's, scrubbed of secrets.
+
+    Untimed, each step bounded by ``timeout``. Returns (environment, prefix).
+    """
+    backend = target.backend
+    environment = Environment.capture(label, endpoint=endpoint_of(target.url, target.options))
+    prefix = target.new_prefix()
+    made = False
+    try:
+        bounded(lambda: backend.check_root(target.root), timeout)
+        bounded(lambda: backend.make_prefix(prefix), timeout)
+        made = True
+        for folder in folders:
+            bounded(functools.partial(backend.make_prefix, f"{prefix}/{folder}"), timeout)
+    except Exception as exc:
+        if made:
+            for folder in (*folders, ""):
+                with contextlib.suppress(Exception):
+                    backend.remove_prefix(f"{prefix}/{folder}".rstrip("/"))
+        raise target.translate(exc, "preparing the run") from None
+    return environment, prefix

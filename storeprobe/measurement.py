@@ -38,9 +38,8 @@ from fsspec.callbacks import Callback
 
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backends.base import Landing
-from storeprobe.environment import Environment, endpoint_of
 from storeprobe.errors import StoreProbeWarning
-from storeprobe.execution import bounded, delete_names, execute
+from storeprobe.execution import bounded, delete_names, execute, open_run
 from storeprobe.jobs import ABSENT, Wrapper, land_ranges, release_parts, settling
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import (
@@ -116,15 +115,7 @@ class Measurement:
             )
         elif not layout.staged:
             check_memory(workload, workload.total_bytes, "one repeat's payload")
-        environment = Environment.capture(
-            self.label, endpoint=endpoint_of(target.url, target.options)
-        )
-        prefix = target.new_prefix()
-        try:
-            bounded(lambda: backend.check_root(target.root), self.timeout)
-            bounded(lambda: backend.make_prefix(prefix), self.timeout)
-        except Exception as exc:
-            raise target.translate(exc, "preparing the run") from None
+        environment, prefix = open_run(target, self.label, self.timeout)
 
         written: list[str] = []
         writer = self._writer(prefix, written)

@@ -44,9 +44,8 @@ import numpy as np
 from attrs import frozen
 
 from storeprobe.backends import AsyncBackend, SyncBackend
-from storeprobe.environment import Environment, endpoint_of
 from storeprobe.errors import ConfigurationError
-from storeprobe.execution import bounded, execute
+from storeprobe.execution import bounded, execute, open_run
 from storeprobe.measurement import Measurement, _delta
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import Plan, delete_plan, head_plan
@@ -175,15 +174,7 @@ class MetadataMeasurement:
         target, backend = self.target, self.target.backend
         if self.size:
             check_memory(self.workload, self.count * self.size, "one repeat's objects")
-        environment = Environment.capture(
-            self.label, endpoint=endpoint_of(target.url, target.options)
-        )
-        prefix = target.new_prefix()
-        try:
-            bounded(lambda: backend.check_root(target.root), self.timeout)
-            bounded(lambda: backend.make_prefix(prefix), self.timeout)
-        except Exception as exc:
-            raise target.translate(exc, "preparing the run") from None
+        environment, prefix = open_run(target, self.label, self.timeout)
         helper = self._helper()
         written: list[str] = []
         writer = helper._writer(prefix, written)

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from storeprobe.backends.base import AsyncBackend, AsyncBound, Capabilities, Landing, check_bucket
+from storeprobe.backends.base import (
+    AsyncBackend,
+    AsyncBound,
+    Capabilities,
+    Landing,
+    arrange,
+    check_bucket,
+)
 from storeprobe.backends.fsspec import unsupported
 from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request
 from storeprobe.transfer import Clock
@@ -130,8 +137,4 @@ class AzureBackend(AsyncBackend):
                 return AsyncJob(request.kind, commit)
             return self.job(request, body, into, clock)
 
-        jobs = iter(
-            step(request, body, into)
-            for request, body, into in zip(requests, bodies, landings, strict=True)
-        )
-        return AsyncBound(phases=tuple(tuple(next(jobs) for _ in phase) for phase in phases))
+        return AsyncBound(phases=arrange(phases, bodies, landings, step))

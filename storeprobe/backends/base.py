@@ -23,7 +23,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import fsspec
 from attrs import frozen
@@ -42,6 +42,7 @@ __all__ = [
     "Landing",
     "SyncBackend",
     "SyncBound",
+    "arrange",
     "check_bucket",
     "check_directory",
 ]
@@ -191,13 +192,11 @@ class AsyncBackend(Backend, ABC):
         clock: Clock,
     ) -> AsyncBound:
         """Jobs for ``phases``; ``bodies`` and ``landings`` follow the requests in order."""
-        jobs = iter(
-            self.job(request, body, into, clock)
-            for request, body, into in zip(
-                (r for phase in phases for r in phase), bodies, landings, strict=True
+        return AsyncBound(
+            phases=arrange(
+                phases, bodies, landings, lambda r, body, into: self.job(r, body, into, clock)
             )
         )
-        return AsyncBound(phases=tuple(tuple(next(jobs) for _ in phase) for phase in phases))
 
 
 class SyncBackend(Backend, ABC):
@@ -215,13 +214,27 @@ class SyncBackend(Backend, ABC):
         clock: Clock,
     ) -> SyncBound:
         """Jobs for ``phases``; ``bodies`` and ``landings`` follow the requests in order."""
-        jobs = iter(
-            self.job(request, body, into, clock)
-            for request, body, into in zip(
-                (r for phase in phases for r in phase), bodies, landings, strict=True
+        return SyncBound(
+            phases=arrange(
+                phases, bodies, landings, lambda r, body, into: self.job(r, body, into, clock)
             )
         )
-        return SyncBound(phases=tuple(tuple(next(jobs) for _ in phase) for phase in phases))
+
+
+_J = TypeVar("_J", AsyncJob, SyncJob)
+
+
+def arrange(
+    phases: Sequence[Sequence[Request]],
+    bodies: Sequence[Body | None],
+    landings: Sequence[Landing],
+    make: Callable[[Request, Body | None, Landing], _J],
+) -> tuple[tuple[_J, ...], ...]:
+    """``make(request, body, landing)`` for every request, grouped in the plan's phases
+    (``bodies`` and ``landings`` follow the requests, phase after phase)."""
+    requests = (request for phase in phases for request in phase)
+    jobs = iter([make(*each) for each in zip(requests, bodies, landings, strict=True)])
+    return tuple(tuple(next(jobs) for _ in phase) for phase in phases)
 
 
 def check_directory(fs: fsspec.AbstractFileSystem, root: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from storeprobe.backends.base import Capabilities, Landing, SyncBackend, SyncBound
+from storeprobe.backends.base import Capabilities, Landing, SyncBackend, SyncBound, arrange
 from storeprobe.backends.fsspec import unsupported
 from storeprobe.request import Body, Kind, Outcome, Request, SyncJob
 from storeprobe.transfer import Clock
@@ -183,13 +183,7 @@ class LocalBackend(SyncBackend):
             for path in list(opened):
                 os.close(opened.pop(path))
 
-        jobs = iter(
-            step(request, body, into)
-            for request, body, into in zip(requests, bodies, landings, strict=True)
-        )
-        return SyncBound(
-            phases=tuple(tuple(next(jobs) for _ in phase) for phase in phases), abort=abort
-        )
+        return SyncBound(phases=arrange(phases, bodies, landings, step), abort=abort)
 
 
 def evict_from_page_cache(path: str) -> None:

@@ -24,6 +24,7 @@ from storeprobe.backends.base import (
     Capabilities,
     Classified,
     Landing,
+    arrange,
     check_bucket,
 )
 from storeprobe.backends.fsspec import unsupported
@@ -322,10 +323,4 @@ class S3Backend(AsyncBackend):
                 )
                 del uploads[path]
 
-        jobs = iter(
-            step(request, body, into)
-            for request, body, into in zip(requests, bodies, landings, strict=True)
-        )
-        return AsyncBound(
-            phases=tuple(tuple(next(jobs) for _ in phase) for phase in phases), abort=abort
-        )
+        return AsyncBound(phases=arrange(phases, bodies, landings, step), abort=abort)
