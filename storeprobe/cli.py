@@ -1,4 +1,5 @@
-"""The ``storeprobe`` command line. The only module that prints or exits.
+"""The ``storeprobe`` command line. With :mod:`storeprobe.cli_backup`, the only modules
+that print or exit.
 
 Exit codes: 0 every probe succeeded, 1 a probe failed or the target refused, 2 usage
 error (bad arguments, options or workloads), 130 interrupted, 141 standard output closed

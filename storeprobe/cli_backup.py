@@ -8,6 +8,7 @@ row per target and stream count, one column per step in seconds, and the space u
 from __future__ import annotations
 
 import argparse
+import secrets
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -72,7 +73,14 @@ def add_backup_command(
     backup.add_argument(
         "--streams", type=int, nargs="+", default=[1], metavar="N", help="requests in flight"
     )
-    backup.add_argument("--seed", type=int, default=0, help="seed of the dataset's content")
+    backup.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="seed of the dataset's content, to reproduce a run's bytes (default: a fresh "
+        "random seed, recorded in the results as the workload's seed)",
+    )
     backup.add_argument("--timeout", type=float, default=300.0, help="seconds per request")
     backup.add_argument(
         "-o",
@@ -127,7 +135,8 @@ def run_backup(args: argparse.Namespace, options: dict[str, Any]) -> tuple[int, 
     for count in args.streams:
         if not 1 <= count <= MAX_STREAMS:
             raise ConfigurationError(f"--streams {count} is out of range: use 1 to {MAX_STREAMS}")
-    chain = dataset_versions(args.dataset, args.size, args.versions, args.seed)
+    seed = secrets.randbits(63) if args.seed is None else args.seed
+    chain = dataset_versions(args.dataset, args.size, args.versions, seed)
     print(f"dataset: {chain[0].describe()}, {len(chain)} versions", file=sys.stderr)
     results: list[Result] = []
     for url in args.urls:

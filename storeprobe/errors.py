@@ -13,8 +13,9 @@ would naturally catch, so ``except ValueError`` and ``except OSError`` keep work
         ├── TargetPermissionError (PermissionError)
         └── TargetNotFoundError (FileNotFoundError)
 
-    StoreProbeWarning (UserWarning)          a figure means less than it seems; also on
-                                             Result.warnings
+    StoreProbeWarning (UserWarning)          issued when one object's transfer cannot be
+                                             split (code cannot-split); every warning is
+                                             also a Notice on Result.warnings
 
 Messages say what is wrong and what to do about it, and never contain a secret.
 """

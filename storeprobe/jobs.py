@@ -1,17 +1,21 @@
 """Job wrappers the measurement puts around a backend's jobs, outside the backend.
 
-Each takes a job and its position in the plan and returns a job of the same kind:
+Each takes a job and its position in the plan and returns a job of the same kind; a
+:class:`Wrapper` holds the asynchronous and the synchronous form of one:
 
-- :func:`settled` runs a :data:`Settle` step after the call: a staged upload's part has
+- :func:`settling` runs a :data:`Settle` step after the call: a staged upload's part has
   its pages unmapped; a staged download's range is written into the staging file and
   its data dropped (:func:`release_parts`, :func:`land_ranges`);
-- :func:`tolerant` records a failure instead of raising it (cleanup goes on after one
-  delete failed) and skips the rest once the storage is unreachable;
-- :func:`absent` turns a HEAD into a check that the name does not exist (a storage
-  without conditional writes).
+- :func:`tolerating` (:func:`tolerant_async`, :func:`tolerant_sync`) records a failure
+  instead of raising it (cleanup goes on after one delete failed) and skips the rest
+  once the storage is unreachable;
+- :data:`ABSENT` (:func:`absent_async`, :func:`absent_sync`) turns a HEAD into a check
+  that the name does not exist (a storage without conditional writes);
+- :data:`EXISTENCE` (:func:`exists_async`, :func:`exists_sync`) turns a HEAD or LIST of
+  a missing name into an answer (size -1) instead of an error (a backup's existence
+  checks).
 
-:func:`positioned` applies a wrapper to every job of a plan's phases; a :class:`Wrapper`
-holds the asynchronous and the synchronous form of one wrapper.
+:func:`positioned` applies a wrapper to every job of a plan's phases.
 """
 
 from __future__ import annotations

@@ -105,9 +105,11 @@ class Probe:
     ``streams`` is the number of requests in flight: ``streams=1`` keeps exactly one at
     any moment; ``streams=N`` moves N objects at once, or N parts / byte ranges of a
     single object where the backend can split it (the Result's ``strategy`` and
-    ``effective_streams`` say what was done). ``timeout`` bounds each request, in
-    seconds. ``part_size`` (bytes or ``"16MiB"``) sets the part size when one object is
-    split; by default about four parts per stream, at least the backend's minimum.
+    ``effective_streams`` say what was done). ``timeout`` bounds, in seconds, each
+    request of an asynchronous client (S3, GCS, Azure, SFTP) and every untimed
+    preparation and cleanup step; a local disk or memory call is not interrupted.
+    ``part_size`` (bytes or ``"16MiB"``) sets the part size when one object is split;
+    by default about four parts per stream, at least the backend's minimum.
     A split object of at least ``stage_above`` bytes (default 1 GiB) is staged through a
     local file so that memory holds only the parts in flight (see
     :mod:`storeprobe.staging`). ``seed`` fixes the bytes of workloads that have no seed

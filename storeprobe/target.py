@@ -155,7 +155,7 @@ class Target:
         ``storage_options`` are those of the fsspec implementation (s3fs's for ``s3://``).
         For ``s3://``, ``client`` picks the S3 client: ``"obstore"`` (the faster client:
         see the benchmarks page), ``"s3fs"``, or ``"auto"``: obstore when it is installed
-        and the options translate to it (see :mod:`storeprobe.s3_clients`), else s3fs.
+        and the options translate to it (see :mod:`storeprobe.backends.s3`), else s3fs.
 
         A missing fsspec implementation raises :class:`MissingDependencyError` naming the
         extra to install (``pip install 'storeprobe[s3]'``).

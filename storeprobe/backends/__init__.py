@@ -19,7 +19,8 @@ any async fsspec   (core)     one request (cannot split)     ranged reads in par
 choice (obstore or s3fs for an ``s3://`` URL) is in :mod:`storeprobe.backends.s3`.
 To add a client: write one module with a subclass of :class:`AsyncBackend` or
 :class:`SyncBackend` (its name, protocols, extra, capabilities, ``job`` for each
-request kind it makes, ``classify`` for its errors) and one line in :func:`backend_for`.
+request kind it makes, ``classify`` for its errors) and one line in the table
+``_BY_MODULE`` that :func:`backend_for` reads.
 """
 
 from __future__ import annotations
