@@ -24,6 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
 from attrs import field, frozen
@@ -33,7 +34,6 @@ from storeprobe.request import KINDS, AsyncJob, Outcome, SyncJob, kind_index
 __all__ = ["Clock", "Meter", "Run", "Timings", "run_async", "run_sync"]
 
 Clock = Callable[[], int]
-_RECORD = 8  # start, end, sent, received, worker, first-byte mark, kind, position
 
 
 class Meter:
@@ -83,20 +83,32 @@ class Timings:
 
     @classmethod
     def from_records(
-        cls, records: Sequence[tuple[int, ...]], max_in_flight: int, cpu_ns: int = 0
+        cls, records: Sequence[tuple[int, int, Outcome, int, int, int]], cpu_ns: int = 0
     ) -> Timings:
-        array = np.asarray(records, dtype=np.int64).reshape(-1, _RECORD)
-        first_byte = array[:, 5]
+        """Arrays from the engine's records: (start, end, outcome, worker, kind, position).
+
+        The most requests in flight is counted from the records afterwards: at each
+        request's start, the requests started by then minus those ended by then (a request
+        ending at the very nanosecond another starts is not counted as overlapping).
+        """
+        count = len(records)
+        start = np.fromiter((r[0] for r in records), np.int64, count)
+        end = np.fromiter((r[1] for r in records), np.int64, count)
+        first_byte = np.fromiter((r[2][2] for r in records), np.int64, count)
+        starts, ends = np.sort(start), np.sort(end)
+        in_flight = np.searchsorted(starts, starts, side="right") - np.searchsorted(
+            ends, starts, side="right"
+        )
         return cls(
-            start_ns=array[:, 0].copy(),
-            end_ns=array[:, 1].copy(),
-            sent=array[:, 2].copy(),
-            received=array[:, 3].copy(),
-            worker=array[:, 4].copy(),
-            ttfb_ns=np.where(first_byte >= 0, first_byte - array[:, 0], -1),
-            kind=array[:, 6].copy(),
-            position=array[:, 7].copy(),
-            max_in_flight=max_in_flight,
+            start_ns=start,
+            end_ns=end,
+            sent=np.fromiter((r[2][0] for r in records), np.int64, count),
+            received=np.fromiter((r[2][1] for r in records), np.int64, count),
+            worker=np.fromiter((r[3] for r in records), np.int64, count),
+            ttfb_ns=np.where(first_byte >= 0, first_byte - start, -1),
+            kind=np.fromiter((r[4] for r in records), np.int64, count),
+            position=np.fromiter((r[5] for r in records), np.int64, count),
+            max_in_flight=int(in_flight.max()) if count else 0,
             cpu_ns=cpu_ns,
         )
 
@@ -124,56 +136,45 @@ class Run:
         return dict(counts)
 
 
-class _Tracker:
-    """Records request timings and the largest number of requests in flight at once."""
+#: a record of the engine: (start ns, end ns, outcome, worker, kind number, position)
+_Record = tuple[int, int, Outcome, int, int, int]
+_J = TypeVar("_J", AsyncJob, SyncJob)
 
-    def __init__(self, clock: Clock, size: int, meter: Meter | None) -> None:
-        self.clock = clock
-        self.meter = meter
-        self.records: list[tuple[int, ...]] = []
-        self.outcomes: list[Outcome | None] = [None] * size
-        self.cpu_start = time.process_time_ns()
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.lock = threading.Lock()
 
-    def begin(self) -> int:
-        with self.lock:
-            self.in_flight += 1
-            if self.in_flight > self.max_in_flight:
-                self.max_in_flight = self.in_flight
-        return self.clock()
+def _ready(phases: Sequence[Sequence[_J]]) -> list[list[tuple[int, int, _J]]]:
+    """Each job with its position in the plan and its kind number, worked out before the
+    window opens: (position, kind number, job)."""
+    ready: list[list[tuple[int, int, _J]]] = []
+    position = 0
+    for phase in phases:
+        ready.append([(position + i, kind_index(job.kind), job) for i, job in enumerate(phase)])
+        position += len(phase)
+    return ready
 
-    def end(self, start: int, outcome: Outcome, worker: int, kind: int, position: int) -> None:
-        end = self.clock()
-        self.records.append(  # list.append is atomic under the GIL
-            (start, end, outcome[0], outcome[1], worker, outcome[2], kind, position)
-        )
-        self.outcomes[position] = outcome
-        with self.lock:
-            self.in_flight -= 1
-        if self.meter is not None:
-            self.meter.done += outcome[0] + outcome[1]
 
-    def abandon(self) -> None:
-        with self.lock:
-            self.in_flight -= 1
-
-    def run(self, inner: int) -> Run:
-        cpu = time.process_time_ns() - self.cpu_start
-        timings = Timings.from_records(self.records, self.max_in_flight, cpu)
-        missing = [i for i, outcome in enumerate(self.outcomes) if outcome is None]
-        if missing:  # pragma: no cover - every job ran or the run raised
-            raise RuntimeError(f"{len(missing)} job(s) did not report an outcome")
-        return Run(
-            timings=timings,
-            outcomes=tuple(o for o in self.outcomes if o is not None),
-            inner=inner,
-        )
+def _run(records: list[_Record], size: int, cpu_start: int, inner: int) -> Run:
+    """The Run of finished records (outside the window)."""
+    cpu = time.process_time_ns() - cpu_start
+    outcomes: list[Outcome | None] = [None] * size
+    for record in records:
+        outcomes[record[5]] = record[2]
+    missing = sum(outcome is None for outcome in outcomes)
+    if missing:  # pragma: no cover - every job ran or the run raised
+        raise RuntimeError(f"{missing} job(s) did not report an outcome")
+    return Run(
+        timings=Timings.from_records(records, cpu),
+        outcomes=tuple(o for o in outcomes if o is not None),
+        inner=inner,
+    )
 
 
 async def _run_phase_async(
-    jobs: Sequence[AsyncJob], first: int, streams: int, tracker: _Tracker, timeout: float | None
+    jobs: list[tuple[int, int, AsyncJob]],
+    streams: int,
+    clock: Clock,
+    records: list[_Record],
+    meter: Meter | None,
+    timeout: float | None,
 ) -> None:
     """Run ``jobs`` on ≤ ``streams`` workers; a request running ``timeout`` s is cancelled.
 
@@ -182,29 +183,27 @@ async def _run_phase_async(
     well under one. It wakes every ``timeout / 20`` s (at most every second), so a request
     is cancelled between ``timeout`` and ``1.05 × timeout`` seconds after it started.
     """
-    queue: Iterator[tuple[int, AsyncJob]] = enumerate(jobs, first)
+    queue: Iterator[tuple[int, int, AsyncJob]] = iter(jobs)
     loop = asyncio.get_running_loop()
+    record = records.append
     workers = min(streams, len(jobs))
     began: list[float | None] = [None] * workers  # loop time the current request started
     expired: set[int] = set()
 
     async def worker(number: int) -> None:
-        for position, (kind, call, _) in queue:
-            kind_number = kind_index(kind)
-            start = tracker.begin()
+        for position, kind, job in queue:
             began[number] = loop.time()
+            start = clock()
             try:
-                outcome = await call()
+                outcome = await job.call()
             except asyncio.CancelledError:
-                tracker.abandon()
                 if number in expired:
                     raise TimeoutError(f"a request got no answer within {timeout:g} s") from None
                 raise
-            except BaseException:
-                tracker.abandon()
-                raise
+            record((start, clock(), outcome, number, kind, position))
             began[number] = None
-            tracker.end(start, outcome, number, kind_number, position)
+            if meter is not None:
+                meter.done += outcome[0] + outcome[1]
 
     tasks = [asyncio.ensure_future(worker(n)) for n in range(workers)]
 
@@ -247,18 +246,25 @@ async def run_async(
 
     ``meter.done`` grows by each request's payload bytes as it completes.
     """
-    tracker = _Tracker(clock, sum(len(phase) for phase in phases), meter)
-    first = 0
-    for phase in phases:
-        await _run_phase_async(phase, first, streams, tracker, timeout)
-        first += len(phase)
-    return tracker.run(_inner(phases))
+    ready = _ready(phases)
+    records: list[_Record] = []
+    cpu_start = time.process_time_ns()
+    for phase in ready:
+        await _run_phase_async(phase, streams, clock, records, meter, timeout)
+    return _run(records, sum(map(len, ready)), cpu_start, _inner(phases))
 
 
-def _run_phase_sync(jobs: Sequence[SyncJob], first: int, streams: int, tracker: _Tracker) -> None:
-    queue = enumerate(jobs, first)
+def _run_phase_sync(
+    jobs: list[tuple[int, int, SyncJob]],
+    streams: int,
+    clock: Clock,
+    records: list[_Record],
+    meter: Meter | None,
+) -> None:
+    queue = iter(jobs)
     queue_lock = threading.Lock()
     failed = threading.Event()
+    record = records.append  # list.append is atomic under the GIL
 
     def worker(number: int = 0) -> None:
         while not failed.is_set():
@@ -266,16 +272,16 @@ def _run_phase_sync(jobs: Sequence[SyncJob], first: int, streams: int, tracker: 
                 item = next(queue, None)
             if item is None:
                 return
-            position, (kind, call, _) = item
-            kind_number = kind_index(kind)
-            start = tracker.begin()
+            position, kind, job = item
+            start = clock()
             try:
-                outcome = call()
+                outcome = job.call()
             except BaseException:
-                tracker.abandon()
                 failed.set()
                 raise
-            tracker.end(start, outcome, number, kind_number, position)
+            record((start, clock(), outcome, number, kind, position))
+            if meter is not None:
+                meter.done += outcome[0] + outcome[1]
 
     workers = min(streams, len(jobs))
     if workers == 0:
@@ -297,9 +303,9 @@ def run_sync(
     meter: Meter | None = None,
 ) -> Run:
     """Run ``phases`` of plain callables in a thread pool with ≤ ``streams`` in flight."""
-    tracker = _Tracker(clock, sum(len(phase) for phase in phases), meter)
-    first = 0
-    for phase in phases:
-        _run_phase_sync(phase, first, streams, tracker)
-        first += len(phase)
-    return tracker.run(_inner(phases))
+    ready = _ready(phases)
+    records: list[_Record] = []
+    cpu_start = time.process_time_ns()
+    for phase in ready:
+        _run_phase_sync(phase, streams, clock, records, meter)
+    return _run(records, sum(map(len, ready)), cpu_start, _inner(phases))
