@@ -10,13 +10,22 @@ from __future__ import annotations
 
 import inspect
 import threading
-from typing import Any
 
 import fsspec
 
 from storeprobe.backends.base import AsyncBackend, Capabilities, Landing, SyncBackend
 from storeprobe.errors import ConfigurationError
-from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request, SyncJob
+from storeprobe.request import (
+    AsyncJob,
+    Body,
+    Buffer,
+    Kind,
+    Outcome,
+    Part,
+    Payloads,
+    Request,
+    SyncJob,
+)
 from storeprobe.transfer import Clock
 
 __all__ = ["FsspecAsyncBackend", "FsspecSyncBackend", "MemoryBackend", "unsupported"]
@@ -30,7 +39,7 @@ def unsupported(backend: str, request: Request) -> ConfigurationError:
     )
 
 
-def _sized(body: Body | None) -> Any:
+def _sized(body: Body | None) -> Buffer:
     if body is None or not isinstance(body, bytes | bytearray | memoryview):
         raise TypeError(f"this backend sends bytes, not {type(body).__name__}")
     return body
@@ -109,7 +118,7 @@ class FsspecSyncBackend(SyncBackend):
     def make_prefix(self, prefix: str) -> None:
         self.fs.makedirs(prefix, exist_ok=True)
 
-    def _put(self, path: str, data: Any) -> None:
+    def _put(self, path: str, data: Buffer) -> None:
         self.fs.pipe_file(path, data, mode="create")
 
     def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
@@ -172,7 +181,7 @@ class MemoryBackend(FsspecSyncBackend):
     def check_root(self, root: str) -> None:
         return None  # memory directories are implicit
 
-    def _put(self, path: str, data: Any) -> None:
+    def _put(self, path: str, data: Buffer) -> None:
         stored = self.fs._strip_protocol(path)
         with self._lock:
             if stored in self.fs.store:
