@@ -1,0 +1,286 @@
+"""What every dataset shares: files, changes, the protocol, content generation, checks."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+from attrs import field, frozen
+
+from storeprobe.errors import ConfigurationError
+from storeprobe.units import KiB, MiB, parse_size
+from storeprobe.workload import GENERATION_BLOCK, MAX_SIZE, filled_buffer
+
+IMAGE_PATH = "disk.img"
+_TREE_DOMAIN = 0xDA7A5E71  # tree file content; workload payloads use another constant
+_IMAGE_DOMAIN = 0xD15C1A6E  # image block content
+_EVOLVE_DOMAIN = 0xE701BE5  # the random choices of Tree.evolve and Image.evolve
+_LAYOUT_DOMAIN = 0x1A7017  # the random layout and sizes of Tree.generate / source_tree
+_SIZE_CHANGE_SIGMA = 0.05  # a changed file's size is multiplied by exp(N(0, 0.05))
+_CLUSTER_RUNS = 4  # Image.evolve(pattern="clustered") rewrites at most this many runs
+_MIN_BLOCK = 512
+_MAX_BLOCK = 64 * MiB
+
+Buffer = bytes | bytearray | memoryview
+Int64Array = npt.NDArray[np.int64]
+
+
+# -- validators ---------------------------------------------------------------------
+
+
+def _int(name: str, value: object, low: int = 0, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ConfigurationError(f"{name} must be an int, not {value!r}")
+    number = int(value)
+    if number < low or (high is not None and number > high):
+        bound = f"between {low:,} and {high:,}" if high is not None else f"at least {low:,}"
+        raise ConfigurationError(f"{name} must be {bound}, not {number:,}")
+    return number
+
+
+def _size(name: str, value: int | str, low: int = 0) -> int:
+    return _int(name, parse_size(value), low, MAX_SIZE)
+
+
+def _check_seed(value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+        raise ConfigurationError(f"seed must be an int in [0, 2**63), not {value!r}")
+
+
+def _valid_seed(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+    _check_seed(value)
+
+
+def _valid_version(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+    _int(attribute.name, value)
+
+
+def _valid_name(_: object, attribute: attrs.Attribute[str | None], value: str | None) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str) or not value or not value.isprintable() or len(value) > 64:
+        raise ConfigurationError(f"dataset name must be 1-64 printable characters, not {value!r}")
+
+
+def _valid_path(_: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"a file path must be a non-empty str, not {value!r}")
+    parts = value.split("/")
+    if "\0" in value or any(part in ("", ".", "..") for part in parts):
+        raise ConfigurationError(
+            f"file path {value!r} must be relative and '/'-separated, with no empty, "
+            "'.' or '..' component and no NUL: write it like 'src/lib/a.c'"
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ConfigurationError(
+            f"file path {value!r} is not valid UTF-8: rename the file or exclude it"
+        ) from exc
+
+
+def _valid_file_size(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+    _int("file size", value, 0, MAX_SIZE)
+
+
+def _valid_generation(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+    _int("generation", value)
+
+
+def _fraction_or_count(name: str, value: float | int, total: int, *, limit: bool) -> int:
+    """A float in [0, 1] is a fraction of ``total`` (rounded); an int is a count."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigurationError(
+            f"{name} must be a fraction (float in [0, 1]) or a count (int), not {value!r}"
+        )
+    if isinstance(value, float):
+        if not 0.0 <= value <= 1.0:
+            raise ConfigurationError(
+                f"{name}={value!r}: a float is a fraction of the {total:,} files and must be "
+                f"in [0, 1]; pass an int for a count of files"
+            )
+        return math.floor(value * total + 0.5)
+    if value < 0 or (limit and value > total):
+        bound = f"between 0 and the {total:,} files of the tree" if limit else "at least 0"
+        raise ConfigurationError(f"{name}={value:,}: a count of files must be {bound}")
+    return value
+
+
+def _evolve_rng(seed: int, version: int, given: int | None) -> np.random.Generator:
+    if given is not None:
+        _check_seed(given)
+    entropy = [_EVOLVE_DOMAIN, seed, version, 0 if given is None else 1, given or 0]
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))
+
+
+# -- content ------------------------------------------------------------------------
+
+
+def _path_key(path: str) -> int:
+    """A stable 64-bit hash of ``path`` (the same in every process and Python version)."""
+    return int.from_bytes(hashlib.blake2b(path.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def _fill_stream(entropy: list[int], start: int, target: npt.NDArray[np.uint8]) -> None:
+    """Bytes ``[start, start + len(target))`` of the stream seeded by ``entropy``.
+
+    The stream is a sequence of 1 MiB blocks, block ``b`` drawn from SFC64 seeded by
+    ``entropy + [b]`` (as :meth:`storeprobe.workload.Workload.fill` does).
+    """
+    stop = start + len(target)
+    position = start
+    while position < stop:
+        block, offset = divmod(position, GENERATION_BLOCK)
+        take = min(GENERATION_BLOCK - offset, stop - position)
+        words = -(-(offset + take) // 8)
+        generator = np.random.SFC64(np.random.SeedSequence([*entropy, block]))
+        raw = generator.random_raw(words).view(np.uint8)
+        target[position - start : position - start + take] = raw[offset : offset + take]
+        position += take
+
+
+def _target(out: memoryview | bytearray, start: int, size: int) -> npt.NDArray[np.uint8]:
+    view = memoryview(out).cast("B")
+    stop = start + len(view)
+    if start < 0 or stop > size:
+        raise ConfigurationError(f"byte range [{start}, {stop}) outside a file of {size:,} bytes")
+    return np.frombuffer(view, dtype=np.uint8)
+
+
+def _mismatch(dataset: Dataset, file: File, data: Buffer, offset: int) -> int | None:
+    view = memoryview(data).cast("B")
+    limit = max(min(len(view), file.size - offset), 0)
+    step = 4 * GENERATION_BLOCK
+    for position in range(0, limit, step):
+        take = min(step, limit - position)
+        expected = dataset.payload(file, offset + position, offset + position + take)
+        got = np.frombuffer(view[position : position + take], dtype=np.uint8)
+        want = np.frombuffer(expected, dtype=np.uint8)
+        if not np.array_equal(got, want):
+            return offset + position + int(np.argmax(got != want))
+    if offset + len(view) > file.size:
+        return file.size
+    return None
+
+
+def _payload(dataset: Dataset, file: File, start: int, stop: int | None) -> bytes:
+    stop = file.size if stop is None else stop
+    return filled_buffer(
+        max(stop - start, 0), lambda view: dataset.fill(file, start, view)
+    ).getvalue()
+
+
+# -- files, changes, the protocol -----------------------------------------------------
+
+
+@frozen
+class File:
+    """One file of a dataset version.
+
+    ``path`` is relative and ``/``-separated; the same ``(path, generation)`` always has
+    the same bytes (for a given dataset seed), and ``generation`` changes when the file
+    does: it is the version that last wrote the file.
+    """
+
+    path: str = field(validator=_valid_path)
+    size: int = field(validator=_valid_file_size)
+    generation: int = field(default=0, validator=_valid_generation)
+
+
+@frozen(kw_only=True)
+class Changes:
+    """What differs from a previous version to this one (files of this version, except
+    ``deleted``, which are the previous version's)."""
+
+    added: tuple[File, ...] = ()
+    changed: tuple[File, ...] = ()
+    deleted: tuple[File, ...] = ()
+    unchanged: tuple[File, ...] = ()
+    #: bytes rewritten in place inside changed files (an image's changed blocks);
+    #: None when a changed file counts whole (a tree)
+    rewritten_bytes: int | None = None
+
+    @property
+    def changed_bytes(self) -> int:
+        """Bytes of added and changed files: what an incremental backup must move at least.
+
+        For an image, the changed blocks × block size (the bytes that differ), not the
+        whole image.
+        """
+        added = sum(file.size for file in self.added)
+        if self.rewritten_bytes is not None:
+            return added + self.rewritten_bytes
+        return added + sum(file.size for file in self.changed)
+
+    @property
+    def deleted_bytes(self) -> int:
+        """Bytes of the deleted files (in the previous version)."""
+        return sum(file.size for file in self.deleted)
+
+    def describe(self) -> str:
+        """``"+12 ~340 -11 =5400 files, 4.2 MiB to move"``."""
+        return (
+            f"+{len(self.added)} ~{len(self.changed)} -{len(self.deleted)} "
+            f"={len(self.unchanged)} files, {_approximate(self.changed_bytes)} to move"
+        )
+
+
+@runtime_checkable
+class Dataset(Protocol):
+    """What a backup probe needs of a dataset version: its files and their bytes."""
+
+    @property
+    def files(self) -> tuple[File, ...]:
+        """The files, sorted by path."""
+        ...
+
+    @property
+    def seed(self) -> int:
+        """The content seed (the same in every version)."""
+        ...
+
+    @property
+    def version(self) -> int:
+        """0 for the first version, +1 per evolution."""
+        ...
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes in all files."""
+        ...
+
+    def fill(self, file: File, start: int, out: memoryview | bytearray) -> None:
+        """Write bytes ``[start, start + len(out))`` of ``file`` into ``out``."""
+        ...
+
+    def payload(self, file: File, start: int = 0, stop: int | None = None) -> bytes:
+        """Bytes ``[start, stop)`` of ``file`` (default: all of it)."""
+        ...
+
+    def mismatch(self, file: File, data: Buffer, offset: int = 0) -> int | None:
+        """Offset in ``file`` of the first byte where ``data`` (at ``offset``) differs."""
+        ...
+
+    def describe(self) -> str:
+        """A one-line description."""
+        ...
+
+
+def _approximate(nbytes: int) -> str:
+    for unit, factor in (("GiB", 1024 * MiB), ("MiB", MiB), ("KiB", KiB)):
+        if nbytes >= factor:
+            return f"{nbytes / factor:.1f} {unit}"
+    return f"{nbytes} B"
+
+
+def _expect_kind(data: object, kind: str, keys: Sequence[str]) -> None:
+    if not isinstance(data, dict) or data.get("kind") != kind:
+        raise ConfigurationError(f"not a {kind} dict (its 'kind' must be {kind!r})")
+    missing = [key for key in keys if key not in data]
+    if missing:
+        raise ConfigurationError(f"{kind} dict lacks {', '.join(missing)}")
