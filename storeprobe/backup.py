@@ -24,6 +24,10 @@ Outside them: generating the dataset's bytes, chunking and hashing (CPU work a r
 also does, but not the storage's), deciding what to send from the listing or the HEADs,
 writing restored files to the local disk and verifying every byte of them. No
 compression and no encryption are modelled (the content is incompressible anyway).
+
+At about 480 lines: the scenario's steps, both methods' backup and restore, and their
+Results read as one story; what a version stores is :mod:`storeprobe.manifest`, the
+restored directory :mod:`storeprobe.restore`, the step's sample :mod:`storeprobe.sampling`.
 """
 
 from __future__ import annotations
