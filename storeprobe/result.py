@@ -54,6 +54,7 @@ __all__ = [
 #       Also in 2: environment gains cpu_model, memory_bytes, operating_system, endpoint,
 #       rtt_s, rtt_note; operations backup, restore, head, list, delete; results of a
 #       scenario step carry "step" (absent or null otherwise).
+#: the version of the results document that dump_results writes (history above)
 SCHEMA_VERSION = 2
 #: every version load_results reads
 READABLE_VERSIONS = (1, 2)

@@ -17,9 +17,10 @@ RUN_HERE = {"backup.py", "quickstart.py", "save_results.py", "s3_streams.py"}
 
 def test_no_example_is_left_out() -> None:
     assert {path.name for path in EXAMPLES.glob("*.py")} == RUN_HERE
-    # the notebook runs in tests/test_notebook.py
+    # the notebooks run in tests/test_notebook.py
     assert {path.name for path in EXAMPLES.iterdir() if path.suffix not in (".py",)} == {
-        "notebook.ipynb"
+        "compare_targets.ipynb",
+        "notebook.ipynb",
     }
 
 

@@ -1,19 +1,19 @@
 """How one request is made on each kind of storage client: one module per client family.
 
-=================  =========  =============================  ===========================
-backend (module)   extra      one object, upload             one object, download
-=================  =========  =============================  ===========================
-``local``          (core)     ``pwrite`` of parts, fsync     ``pread`` of ranges
-``memory`` /       (core)     one request (cannot split)     ranged reads in parallel
-any sync fsspec
-any async fsspec   (core)     one request (cannot split)     ranged reads in parallel
-``s3fs``           ``s3``     multipart, parts in parallel   ranged GETs in parallel
-``obstore``        ``s3``     obstore's multipart, N parts   ranged GETs (s3fs where the
-                                                             server answers 200)
-``gcsfs``          ``gcs``    one request (cannot split)     ranged GETs in parallel
-``adlfs``          ``azure``  staged blocks in parallel      ranged GETs in parallel
-``sshfs``          ``ssh``    parts at offsets, N channels   ranged reads, N channels
-=================  =========  =============================  ===========================
+    =================  =========  =============================  ===========================
+    backend (module)   extra      one object, upload             one object, download
+    =================  =========  =============================  ===========================
+    ``local``          (core)     ``pwrite`` of parts, fsync     ``pread`` of ranges
+    ``memory`` /       (core)     one request (cannot split)     ranged reads in parallel
+    any sync fsspec
+    any async fsspec   (core)     one request (cannot split)     ranged reads in parallel
+    ``s3fs``           ``s3``     multipart, parts in parallel   ranged GETs in parallel
+    ``obstore``        ``s3``     obstore's multipart, N parts   ranged GETs (s3fs where the
+                                                                 server answers 200)
+    ``gcsfs``          ``gcs``    one request (cannot split)     ranged GETs in parallel
+    ``adlfs``          ``azure``  staged blocks in parallel      ranged GETs in parallel
+    ``sshfs``          ``ssh``    parts at offsets, N channels   ranged reads, N channels
+    =================  =========  =============================  ===========================
 
 :func:`backend_for` picks the backend of a filesystem by its class; the S3 client
 choice (obstore or s3fs for an ``s3://`` URL) is in :mod:`storeprobe.backends.s3`.
