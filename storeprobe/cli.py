@@ -1,7 +1,8 @@
-"""The ``storeprobe`` command line. With :mod:`storeprobe.cli_backup`, the only modules
-that print or exit.
+"""The ``storeprobe`` command line. With :mod:`storeprobe.cli_backup` and
+:mod:`storeprobe.cli_compare`, the only modules that print or exit.
 
-Exit codes: 0 every probe succeeded, 1 a probe failed or the target refused, 2 usage
+Exit codes: 0 every probe succeeded, 1 a probe failed or the target refused (``compare``:
+a probe regressed beyond ``--fail-slower``), 2 usage
 error (bad arguments, options or workloads), 130 interrupted, 141 standard output closed
 early (``storeprobe report FILE | head``).
 
@@ -26,6 +27,7 @@ from fsspec.callbacks import TqdmCallback
 from storeprobe import render
 from storeprobe._version import __version__
 from storeprobe.cli_backup import add_backup_command, run_backup
+from storeprobe.cli_compare import add_compare_command, run_compare
 from storeprobe.environment import check_label
 from storeprobe.errors import ConfigurationError, ResultFormatError, StoreProbeError
 from storeprobe.probe import MAX_STREAMS, Probe
@@ -231,6 +233,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _probe_options(sweep)
     add_backup_command(commands, _help_formatter)
+    add_compare_command(commands, _help_formatter)
     return parser
 
 
@@ -429,7 +432,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``storeprobe`` and ``python -m storeprobe``; returns the exit code."""
     parser = _parser()
     args = parser.parse_args(argv)
-    commands = {"run": _run, "report": _report, "sweep": _sweep, "backup": _backup}
+    commands = {
+        "run": _run,
+        "report": _report,
+        "sweep": _sweep,
+        "backup": _backup,
+        "compare": run_compare,
+    }
     try:
         return commands[args.command](args)
     except (ConfigurationError, ResultFormatError) as exc:
@@ -439,7 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"storeprobe: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except FileNotFoundError as exc:
-        if args.command != "report":
+        if args.command not in ("report", "compare"):
             raise
         print(f"storeprobe: error: no such results file: {exc.filename}", file=sys.stderr)
         return EXIT_USAGE

@@ -23,6 +23,9 @@ from tests.servers import (
     sshd,
 )
 
+# pytester: the pytest plugin's tests run pytest in a subprocess (tests/test_pytest_plugin.py)
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
