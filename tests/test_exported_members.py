@@ -31,7 +31,8 @@ def _imports(module: Path) -> set[str]:
         ):
             for alias in node.names:
                 name = f"{node.module}.{alias.name}"
-                is_module = (PACKAGE.parent / (name.replace(".", "/") + ".py")).exists()
+                path = PACKAGE.parent / name.replace(".", "/")
+                is_module = path.with_suffix(".py").exists() or (path / "__init__.py").exists()
                 found.add(name if is_module else node.module)
         elif isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith("storeprobe")}
@@ -49,8 +50,15 @@ def test_no_module_imports_the_package_root() -> None:
         assert "storeprobe" not in _imports(module), module
 
 
+def _sources(name: str) -> list[Path]:
+    """The files of module or package ``name`` under storeprobe."""
+    package = PACKAGE / name
+    return sorted(package.rglob("*.py")) if package.is_dir() else [PACKAGE / f"{name}.py"]
+
+
 def test_statistics_and_rendering_never_import_results() -> None:
     for name in ("stats", "render", "units", "notices"):
-        imported = _imports(PACKAGE / f"{name}.py")
-        assert not imported & {"storeprobe.result", "storeprobe.resultset"}, name
-    assert "storeprobe.render" not in _imports(PACKAGE / "stats.py")
+        for source in _sources(name):
+            imported = _imports(source)
+            assert not imported & {"storeprobe.result", "storeprobe.resultset"}, source
+    assert not any(i.startswith("storeprobe.render") for i in _imports(PACKAGE / "stats.py"))

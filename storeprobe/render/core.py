@@ -1,0 +1,182 @@
+"""Rate units, operations per second, and the protocols renderers read Results through."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal, Protocol, get_args
+
+from storeprobe.environment import Environment
+from storeprobe.errors import ConfigurationError
+from storeprobe.notices import Notice
+from storeprobe.units import MiB, auto_rate_unit, format_size, rate_in
+from storeprobe.workload import Workload
+
+RateUnit = Literal["workload", "auto", "KiB/s", "MiB/s", "Mibit/s"]
+#: the rate units accepted by every renderer and by ``--unit``
+RATE_UNITS: tuple[str, ...] = get_args(RateUnit)
+Format = Literal["markdown", "csv", "html", "text"]
+#: the table formats of :func:`render_tables`
+FORMATS: tuple[str, ...] = get_args(Format)
+#: the mark of a winner significantly faster than the runner-up
+CROWN = "👑"
+#: the mark of the fastest figures when the runner-up is not significantly slower
+TIE = "≈"
+#: operations whose figure is operations per second, not a byte rate (metadata probes)
+PER_OPERATION: tuple[str, ...] = ("head", "list", "delete")
+#: the unit of :func:`ops_per_s`
+OPS_UNIT = "ops/s"
+
+_USUAL_BACKEND = {
+    "s3": "obstore",
+    "s3a": "obstore",
+    "gs": "gcsfs",
+    "gcs": "gcsfs",
+    "abfs": "adlfs",
+    "az": "adlfs",
+    "abfss": "adlfs",
+    "sftp": "sshfs",
+    "ssh": "sshfs",
+    "file": "local",
+    "local": "local",
+}
+
+
+class _Rated(Protocol):
+    @property
+    def bytes_per_s(self) -> float: ...
+    @property
+    def seconds(self) -> float: ...
+
+
+class ResultLike(Protocol):
+    """What the renderers read of a :class:`~storeprobe.result.Result`."""
+
+    @property
+    def operation(self) -> str: ...
+    @property
+    def workload(self) -> Workload: ...
+    @property
+    def url(self) -> str: ...
+    @property
+    def protocol(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def streams(self) -> int: ...
+    @property
+    def effective_streams(self) -> int: ...
+    @property
+    def strategy(self) -> str: ...
+    @property
+    def samples(self) -> Sequence[_Rated]: ...
+    @property
+    def errors(self) -> Sequence[Notice]: ...
+    @property
+    def warnings(self) -> Sequence[Notice]: ...
+    @property
+    def environment(self) -> Environment: ...
+    @property
+    def bytes_per_s(self) -> float: ...
+    @property
+    def median_bytes_per_s(self) -> float: ...
+    @property
+    def best_seconds(self) -> float: ...
+    @property
+    def median_seconds(self) -> float: ...
+
+
+# -- units ---------------------------------------------------------------------------
+def check_unit(unit: str) -> None:
+    """Raise :class:`ConfigurationError` unless ``unit`` is one of :data:`RATE_UNITS`."""
+    if unit not in RATE_UNITS:
+        raise ConfigurationError(
+            f"unknown rate unit {unit!r}: use one of {', '.join(RATE_UNITS)} "
+            "(workload: KiB/s below 1 MiB per object, else MiB/s; auto: by magnitude)"
+        )
+
+
+def check_format(format: str) -> None:
+    """Raise :class:`ConfigurationError` unless ``format`` is one of :data:`FORMATS`."""
+    if format not in FORMATS:
+        raise ConfigurationError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+
+
+def resolve_unit(unit: str, rates_bps: Iterable[float] = (), *, object_size: int = 0) -> str:
+    """The concrete unit (``"KiB/s"``, ``"MiB/s"`` or ``"Mibit/s"``) to show rates in.
+
+    ``"workload"``: KiB/s when ``object_size`` (bytes per object) is under 1 MiB, else
+    MiB/s. ``"auto"``: MiB/s when the largest of ``rates_bps`` (B/s) reaches 1 MiB/s,
+    else KiB/s, so one column or line uses one unit.
+    """
+    check_unit(unit)
+    if unit == "workload":
+        return "KiB/s" if object_size < MiB else "MiB/s"
+    if unit == "auto":
+        finite = [value for value in rates_bps if value == value and value != float("inf")]
+        return auto_rate_unit(max(finite)) if finite else "KiB/s"
+    return unit
+
+
+def scale(bytes_per_s: float, unit: str) -> float:
+    """``bytes_per_s`` (B/s) in a concrete 1024-based ``unit`` (KiB/s, MiB/s, Mibit/s)."""
+    return rate_in(bytes_per_s, unit)
+
+
+def rate(bytes_per_s: float, unit: str = "auto", *, object_size: int = 0) -> str:
+    """``"803.05 KiB/s"``: a rate in B/s, two decimals, in ``unit`` (see :func:`resolve_unit`)."""
+    concrete = resolve_unit(unit, [bytes_per_s], object_size=object_size)
+    return f"{scale(bytes_per_s, concrete):.2f} {concrete}"
+
+
+def _unit_of(result: ResultLike, unit: str) -> str:
+    if result.operation in PER_OPERATION:
+        return OPS_UNIT
+    figures = [result.bytes_per_s] if result.samples else []
+    return resolve_unit(unit, figures, object_size=result.workload.size)
+
+
+# -- operations per second ----------------------------------------------------------------
+def ops_per_s(result: ResultLike) -> float:
+    """Operations per second of the best repeat: the probe's objects ÷ its window.
+
+    For ``head`` and ``delete`` one request per object (requests ÷ window); for ``list``
+    keys listed ÷ window (the pages it took are in ``requests_by_kind``).
+    """
+    return result.workload.count / result.best_seconds
+
+
+def median_ops_per_s(result: ResultLike) -> float:
+    """Operations per second over the median window (see :func:`ops_per_s`)."""
+    return result.workload.count / result.median_seconds
+
+
+def _headline(result: ResultLike, concrete: str) -> tuple[float, float]:
+    """The best and median figures of ``result`` in ``concrete`` (ops/s or a byte rate)."""
+    if concrete == OPS_UNIT:
+        return ops_per_s(result), median_ops_per_s(result)
+    return scale(result.bytes_per_s, concrete), scale(result.median_bytes_per_s, concrete)
+
+
+def _shape(result: ResultLike) -> str:
+    """``"256 × 16 KiB"``; a metadata probe's own label, which keeps empty objects' 0 B (a
+    Workload holds at least 1 byte per object)."""
+    if result.operation in PER_OPERATION:
+        return result.workload.label
+    return f"{result.workload.count} × {format_size(result.workload.size)}"
+
+
+def _described(result: ResultLike) -> str:
+    """``"small (256 × 16 KiB)"``; for a metadata probe its label (see :func:`_shape`)."""
+    return _shape(result) if result.operation in PER_OPERATION else result.workload.describe()
+
+
+def _rank(result: ResultLike) -> float:
+    """What makes one result faster than another of the same probe: ops/s, or B/s."""
+    return ops_per_s(result) if result.operation in PER_OPERATION else result.bytes_per_s
+
+
+def _per_repeat(result: ResultLike) -> list[float]:
+    """Each repeat's figure: ops/s for metadata probes, else B/s (for comparisons)."""
+    if result.operation in PER_OPERATION:
+        return [result.workload.count / sample.seconds for sample in result.samples]
+    return [sample.bytes_per_s for sample in result.samples]

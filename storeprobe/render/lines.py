@@ -1,0 +1,122 @@
+"""One Result as text and HTML: its line, repr, summary and notices."""
+
+from __future__ import annotations
+
+import html
+
+from storeprobe.render.core import _USUAL_BACKEND, ResultLike, _described, _headline, _unit_of
+from storeprobe.step import Step
+from storeprobe.units import format_bytes
+
+
+# -- one result --------------------------------------------------------------------------
+def target_label(result: ResultLike) -> str:
+    """The URL, plus the client when it is not the usual one for the protocol."""
+    usual = _USUAL_BACKEND.get(result.protocol)
+    if usual is None or usual == result.backend:
+        return result.url
+    return f"{result.url} ({result.backend})"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
+def _where(result: ResultLike) -> str:
+    return f"{result.operation} {result.workload.label} on {result.url}, " + _plural(
+        result.streams, "stream"
+    )
+
+
+def result_line(result: ResultLike, unit: str = "workload") -> str:
+    """One line, as in a lab notebook: probe, target, streams, best and median rate.
+
+    Failed repeats and the codes of warnings are named at the end. A scenario step says
+    its seconds, the bytes it moved against those that changed, and the space used.
+    """
+    step: Step | None = getattr(result, "step", None)
+    if step is not None and result.samples:
+        return _step_line(result, step)
+    head = (
+        f"{result.operation} {_described(result)} {result.url}, {_plural(result.streams, 'stream')}"
+    )
+    if result.effective_streams != result.streams:
+        head += f" ({result.effective_streams} effective)"
+    if not result.samples:
+        first = str(result.errors[0]) if result.errors else "no repeat ran"
+        return f"{head}: failed ({_plural(len(result.errors), 'error')}; first: {first})"
+    concrete = _unit_of(result, unit)
+    best, median = _headline(result, concrete)
+    text = (
+        f"{head}: {best:.2f} {concrete} best of {len(result.samples)} (median "
+        f"{median:.2f} {concrete}, {result.best_seconds:.3f} s)"
+    )
+    if result.errors:
+        text += f", {_plural(len(result.errors), 'failed repeat')}"
+    if result.warnings:
+        codes = ", ".join(dict.fromkeys(notice.code.value for notice in result.warnings))
+        text += f"; {_plural(len(result.warnings), 'warning')}: {codes}"
+    return text
+
+
+def _step_line(result: ResultLike, step: Step) -> str:
+    space = "" if step.space_used is None else f", space used {format_bytes(step.space_used)}"
+    dedup = "" if step.dedup_ratio is None else f", dedup {step.dedup_ratio:.1f}×"
+    return (
+        f"{step.label} ({step.method}) of {result.workload.label} on {result.url}, "
+        f"{_plural(result.streams, 'stream')}: {result.best_seconds:.3f} s, moved "
+        f"{format_bytes(step.moved_bytes)} (changed {format_bytes(step.changed_bytes)} of "
+        f"{format_bytes(step.dataset_bytes)}){space}{dedup}"
+    )
+
+
+def result_repr(result: ResultLike, unit: str = "workload") -> str:
+    """``<Result upload small s3://b streams=1 8192.00 KiB/s n=3 errors=0>``."""
+    concrete = _unit_of(result, unit)
+    figure = f"{_headline(result, concrete)[0]:.2f} {concrete}" if result.samples else "no samples"
+    return (
+        f"<Result {result.operation} {result.workload.label} {result.url} "
+        f"streams={result.streams} {figure} n={len(result.samples)} "
+        f"errors={len(result.errors)} warnings={len(result.warnings)}>"
+    )
+
+
+def notice_lines(result: ResultLike) -> list[str]:
+    """``"warning: upload small on s3://b, 4 streams: high-variation: ..."``, errors first."""
+    where = _where(result)
+    return [f"error: {where}: {notice}" for notice in result.errors] + [
+        f"warning: {where}: {notice}" for notice in result.warnings
+    ]
+
+
+def result_summary(result: ResultLike, unit: str = "workload") -> str:
+    """:func:`result_line`, then one indented line per error and warning."""
+    lines = [result_line(result, unit)]
+    lines += [f"  error: {notice}" for notice in result.errors]
+    lines += [f"  warning: {notice}" for notice in result.warnings]
+    return "\n".join(lines)
+
+
+def result_html(result: ResultLike, unit: str = "workload") -> str:
+    """A compact two-column HTML table for notebooks (every text escaped)."""
+    if result.samples:
+        concrete = _unit_of(result, unit)
+        best, median = (f"{value:.2f} {concrete}" for value in _headline(result, concrete))
+    else:
+        best = median = "failed"
+    rows = [
+        ("probe", f"{result.operation} {result.workload.label}"),
+        ("target", f"{result.url} ({result.backend})"),
+        ("streams", f"{result.streams} (effective {result.effective_streams})"),
+        ("best", best),
+        ("median", median),
+        ("repeats ok", f"{len(result.samples)} of {len(result.samples) + len(result.errors)}"),
+        ("strategy", result.strategy),
+        *(("error", str(notice)) for notice in result.errors),
+        *(("warning", str(notice)) for notice in result.warnings),
+    ]
+    body = "".join(
+        f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+        for k, v in rows
+    )
+    return f"<table>{body}</table>"

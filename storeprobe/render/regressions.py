@@ -1,0 +1,341 @@
+"""A new run against a base run: medians, ratio, interval, verdict, regressions marked."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from storeprobe.errors import ConfigurationError
+from storeprobe.render.core import (
+    FORMATS,
+    OPS_UNIT,
+    ResultLike,
+    _per_repeat,
+    check_unit,
+    resolve_unit,
+    scale,
+)
+from storeprobe.render.lines import _plural
+from storeprobe.render.tables import Cell, Table, render_tables
+
+# -- regressions: a new run against a base run ------------------------------------------------
+#: the mark of a probe that regressed beyond the threshold
+REGRESSED = "✗"
+#: the formats of :func:`render_regressions`: the table formats and ``"json"``
+REGRESSION_FORMATS: tuple[str, ...] = (*FORMATS, "json")
+
+
+def percent(fraction: float) -> str:
+    """``0.05`` → ``"5%"``, ``0.025`` → ``"2.5%"``: a threshold as people write it."""
+    return f"{fraction * 100:g}%"
+
+
+def repeat_figures(result: ResultLike) -> list[float]:
+    """Each successful repeat's figure: ops/s for metadata probes, else B/s."""
+    return _per_repeat(result)
+
+
+class IdentityLike(Protocol):
+    """What the regression renderers read of a probe's identity
+    (:class:`~storeprobe.comparison.ProbeIdentity`)."""
+
+    @property
+    def target(self) -> str: ...
+    @property
+    def environment(self) -> str | None: ...
+    @property
+    def operation(self) -> str: ...
+    @property
+    def workload(self) -> str: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def streams(self) -> int: ...
+    @property
+    def probe(self) -> str: ...
+    @property
+    def per_operation(self) -> bool: ...
+
+
+class ComparedLike(Protocol):
+    """One compared probe (:class:`~storeprobe.comparison.ComparedProbe`)."""
+
+    @property
+    def identity(self) -> IdentityLike: ...
+    @property
+    def base_median(self) -> float | None: ...
+    @property
+    def new_median(self) -> float | None: ...
+    @property
+    def base_repeats(self) -> int: ...
+    @property
+    def new_repeats(self) -> int: ...
+    @property
+    def ratio(self) -> float | None: ...
+    @property
+    def low(self) -> float | None: ...
+    @property
+    def high(self) -> float | None: ...
+    @property
+    def confidence(self) -> float: ...
+    @property
+    def verdict(self) -> str: ...
+    @property
+    def regressed(self) -> bool: ...
+    @property
+    def repeats_needed(self) -> int: ...
+    @property
+    def resolution(self) -> float: ...
+    @property
+    def min_repeats(self) -> int: ...
+
+
+class RegressionReportLike(Protocol):
+    """A comparison of two runs (:class:`~storeprobe.comparison.Report`)."""
+
+    @property
+    def rows(self) -> Sequence[ComparedLike]: ...
+    @property
+    def unmatched_base(self) -> Sequence[IdentityLike]: ...
+    @property
+    def unmatched_new(self) -> Sequence[IdentityLike]: ...
+    @property
+    def excluded_steps(self) -> int: ...
+    @property
+    def fail_slower(self) -> float | None: ...
+    @property
+    def confidence(self) -> float: ...
+    @property
+    def min_repeats(self) -> int: ...
+    def to_json(self) -> str: ...
+
+
+def inconclusive_text(row: ComparedLike) -> str:
+    """``"inconclusive: 2 and 5 repeats; a verdict needs at least 3 on each side, about 40
+    to tell 5% apart at this spread"`` (the last part when the spread asks for more)."""
+    text = (
+        f"inconclusive: {row.base_repeats} and {row.new_repeats} repeats; a verdict needs "
+        f"at least {row.min_repeats} on each side"
+    )
+    if row.repeats_needed > row.min_repeats:
+        text += (
+            f", about {row.repeats_needed} to tell {percent(row.resolution)} apart at this spread"
+        )
+    return text
+
+
+def _figure_unit(identity: IdentityLike, figures: Iterable[float | None], unit: str) -> str:
+    if identity.per_operation:
+        return OPS_UNIT
+    known = [value for value in figures if value is not None]
+    return resolve_unit(unit, known, object_size=identity.size)
+
+
+def _in_unit(value: float | None, concrete: str) -> float | None:
+    if value is None:
+        return None
+    return value if concrete == OPS_UNIT else scale(value, concrete)
+
+
+def _environment_shown(identity: IdentityLike) -> str:
+    return identity.environment if identity.environment is not None else "(no label)"
+
+
+def regression_legend(report: RegressionReportLike) -> str:
+    """The rules behind the verdicts, printed under the comparison table."""
+    confidence = f"{report.confidence:.0%}"
+    text = (
+        "ratio: new median ÷ base median of per-repeat figures (B/s; ops/s for head, list, "
+        f"delete); above 1 is faster. {confidence} bootstrap interval of the ratio "
+        "(storeprobe.stats.compare): faster or slower when the whole interval lies above "
+        f"or below 1, else no significant difference; inconclusive with fewer than "
+        f"{report.min_repeats} successful repeats on a side."
+    )
+    if report.fail_slower is not None:
+        limit = 1 - report.fail_slower
+        text += (
+            f" {REGRESSED} regressed: slower by more than {percent(report.fail_slower)}, the "
+            f"ratio and the interval's upper bound both below {limit:.3f}."
+        )
+    if report.excluded_steps:
+        text += (
+            f" {_plural(report.excluded_steps, 'backup-scenario step')} not compared: a "
+            "scenario runs once, so a step has one sample and no interval (see storeprobe "
+            "report)."
+        )
+    return text
+
+
+def regression_tables(report: RegressionReportLike, unit: str = "workload") -> list[Table]:
+    """The comparison table, then one table of unmatched probes per side (if any).
+
+    Columns: target, (environment, when any probe has a label), probe, streams, unit,
+    base and new medians, ratio (new ÷ base), interval, verdict; a regression is marked
+    :data:`REGRESSED`.
+    """
+    check_unit(unit)
+    identities = [
+        *(row.identity for row in report.rows),
+        *report.unmatched_base,
+        *report.unmatched_new,
+    ]
+    labelled = any(identity.environment is not None for identity in identities)
+
+    def labels(identity: IdentityLike) -> list[Cell]:
+        return [
+            Cell(text=identity.target),
+            *([Cell(text=_environment_shown(identity))] if labelled else []),
+            Cell(text=identity.probe),
+            Cell(text=str(identity.streams), value=float(identity.streams)),
+        ]
+
+    label_header = ["target", *(["environment"] if labelled else []), "probe", "streams"]
+    rows: list[list[Cell]] = []
+    for row in report.rows:
+        concrete = _figure_unit(row.identity, (row.base_median, row.new_median), unit)
+        figures = []
+        for value in (row.base_median, row.new_median):
+            shown = _in_unit(value, concrete)
+            figures.append(
+                Cell(text="failed") if shown is None else Cell(text=f"{shown:.2f}", value=shown)
+            )
+        ratio = (
+            Cell(text="-") if row.ratio is None else Cell(text=f"{row.ratio:.3f}", value=row.ratio)
+        )
+        interval = "-" if row.low is None or row.high is None else f"{row.low:.3f}–{row.high:.3f}"
+        verdict = inconclusive_text(row) if row.verdict == "inconclusive" else row.verdict
+        rows.append(
+            [
+                *labels(row.identity),
+                Cell(text=concrete),
+                *figures,
+                ratio,
+                Cell(text=interval),
+                Cell(text=verdict, mark=REGRESSED if row.regressed else ""),
+            ]
+        )
+    regressed = sum(row.regressed for row in report.rows)
+    interval_name = f"{report.confidence:.0%} interval"
+    header = [*label_header, "unit", "base", "new", "ratio", interval_name, "verdict"]
+    tables = [
+        Table(
+            title=f"new against base: {_plural(len(report.rows), 'probe')} compared, "
+            f"{regressed} regressed",
+            header=header,
+            units=[""] * len(header),
+            rows=rows,
+            labels=len(label_header) + 1,
+            legend=regression_legend(report),
+        )
+    ]
+    for side, unmatched in (("base", report.unmatched_base), ("new", report.unmatched_new)):
+        if unmatched:
+            other = "new" if side == "base" else "base"
+            tables.append(
+                Table(
+                    title=f"only in {side} (no match in {other}): "
+                    f"{_plural(len(unmatched), 'probe')}",
+                    header=label_header,
+                    units=[""] * len(label_header),
+                    rows=[labels(identity) for identity in unmatched],
+                    labels=len(label_header),
+                )
+            )
+    return tables
+
+
+def _regressions_csv(report: RegressionReportLike, unit: str) -> str:
+    """One line per probe: ``status`` is compared, only-in-base or only-in-new."""
+    check_unit(unit)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(
+        [
+            "status",
+            "target",
+            "environment",
+            "operation",
+            "workload",
+            "count",
+            "size",
+            "streams",
+            "unit",
+            "base",
+            "new",
+            "ratio",
+            "low",
+            "high",
+            "confidence",
+            "verdict",
+            "regressed",
+            "base_repeats",
+            "new_repeats",
+            "repeats_needed",
+            "resolution",
+        ]
+    )
+
+    def identity_cells(identity: IdentityLike) -> list[str | int]:
+        return [
+            identity.target,
+            identity.environment or "",
+            identity.operation,
+            identity.workload,
+            identity.count,
+            identity.size,
+            identity.streams,
+        ]
+
+    def number(value: float | None, digits: int) -> str:
+        return "" if value is None else f"{value:.{digits}f}"
+
+    for row in report.rows:
+        concrete = _figure_unit(row.identity, (row.base_median, row.new_median), unit)
+        writer.writerow(
+            [
+                "compared",
+                *identity_cells(row.identity),
+                concrete,
+                number(_in_unit(row.base_median, concrete), 2),
+                number(_in_unit(row.new_median, concrete), 2),
+                number(row.ratio, 4),
+                number(row.low, 4),
+                number(row.high, 4),
+                row.confidence,
+                row.verdict,
+                int(row.regressed),
+                row.base_repeats,
+                row.new_repeats,
+                row.repeats_needed,
+                row.resolution,
+            ]
+        )
+    for status, unmatched in (
+        ("only-in-base", report.unmatched_base),
+        ("only-in-new", report.unmatched_new),
+    ):
+        for identity in unmatched:
+            writer.writerow([status, *identity_cells(identity), *[""] * 13])
+    return buffer.getvalue()
+
+
+def render_regressions(
+    report: RegressionReportLike, format: str = "markdown", unit: str = "workload"
+) -> str:
+    """A comparison of two runs as ``"markdown"``, ``"text"``, ``"html"`` (the tables of
+    :func:`regression_tables`), ``"csv"`` (one line per probe, with a ``status``) or
+    ``"json"`` (the report's ``to_json()``)."""
+    if format not in REGRESSION_FORMATS:
+        raise ConfigurationError(
+            f"format must be one of {', '.join(REGRESSION_FORMATS)}, not {format!r}"
+        )
+    check_unit(unit)
+    if format == "json":
+        return report.to_json()
+    if format == "csv":
+        return _regressions_csv(report, unit)
+    return render_tables(regression_tables(report, unit), format)

@@ -1,0 +1,313 @@
+"""Tables of Results: one row per result, and comparison tables with winners marked."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from storeprobe.errors import ConfigurationError
+from storeprobe.render.core import (
+    CROWN,
+    OPS_UNIT,
+    PER_OPERATION,
+    TIE,
+    ResultLike,
+    _headline,
+    _per_repeat,
+    _rank,
+    _shape,
+    _unit_of,
+    check_unit,
+    resolve_unit,
+)
+from storeprobe.render.lines import _plural, target_label
+from storeprobe.render.tables import Cell, Table
+from storeprobe.stats import compare
+from storeprobe.units import MiB
+
+
+# -- tables of results -------------------------------------------------------------------------
+def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Table:
+    """One row per Result: (target,) (environment,) probe, workload, unit, streams, best,
+    median, ok/repeats.
+
+    The target column appears when the results come from more than one target, the
+    environment column when they come from more than one environment.
+    """
+    check_unit(unit)
+    env_name = _environment_names(results)
+    extra: list[tuple[str, Callable[[ResultLike], str]]] = [
+        (name, label)
+        for name, label in (("target", target_label), ("environment", env_name))
+        if len({label(r) for r in results}) > 1
+    ]
+    rows: list[list[Cell]] = []
+    for result in results:
+        concrete = _unit_of(result, unit)
+        if result.samples:
+            best, median = _headline(result, concrete)
+            figures = [
+                Cell(text=f"{best:.2f}", value=best),
+                Cell(text=f"{median:.2f}", value=median),
+            ]
+        else:
+            figures = [Cell(text="failed"), Cell(text="failed")]
+        streams = str(result.streams)
+        if result.effective_streams != result.streams:
+            streams += f" ({result.effective_streams} effective)"
+        repeats = len(result.samples) + len(result.errors)
+        rows.append(
+            [
+                *(Cell(text=label(result)) for _, label in extra),
+                Cell(text=f"{result.operation} {result.workload.label}"),
+                Cell(text=_shape(result)),
+                Cell(text=concrete),
+                Cell(text=streams, value=float(result.streams)),
+                *figures,
+                Cell(text=f"{len(result.samples)}/{repeats}", value=float(len(result.samples))),
+            ]
+        )
+    header = ["probe", "workload", "unit", "streams", "best", "median", "ok/repeats"]
+    return Table(
+        title="",
+        header=[name for name, _ in extra] + header,
+        units=[""] * (len(header) + len(extra)),
+        rows=rows,
+        labels=3 + len(extra),
+    )
+
+
+def crown_legend(crown: str = CROWN, tie: str = TIE, confidence: float = 0.95) -> str:
+    """The rule behind the marks, printed under comparison tables."""
+    return (
+        f"{crown} fastest in its column and significantly faster than the runner-up: the "
+        f"{confidence:.0%} bootstrap interval of the ratio of median throughputs lies above "
+        f"1 (storeprobe.stats.compare). {tie} the fastest figures, not significantly "
+        "different from the best (or fewer than 2 repeats to tell). Figures are the best "
+        "repeat."
+    )
+
+
+def _separable(best: ResultLike, other: ResultLike, confidence: float) -> bool:
+    """Is ``best`` significantly faster than ``other``? Needs 2 repeats on each side."""
+    if len(best.samples) < 2 or len(other.samples) < 2:
+        return False
+    return compare(_per_repeat(best), _per_repeat(other), confidence=confidence).verdict == "faster"
+
+
+def _mark_column(
+    rows: list[list[Cell]],
+    cells: list[list[ResultLike | None]],
+    column: int,
+    crown: str,
+    tie: str,
+    confidence: float,
+) -> None:
+    ranked = sorted(
+        (index for index, row in enumerate(cells) if row[column] is not None),
+        key=lambda index: -(rows[index][column].value or 0.0),
+    )
+    if len(ranked) < 2:
+        return
+    best = cells[ranked[0]][column]
+    runner_up = cells[ranked[1]][column]
+    if best is None or runner_up is None:  # pragma: no cover - ranked holds results only
+        return
+    winners = [ranked[0]]
+    mark = crown if _separable(best, runner_up, confidence) else tie
+    if mark == tie:
+        for index in ranked[1:]:
+            other = cells[index][column]
+            if other is not None and not _separable(best, other, confidence):
+                winners.append(index)
+    for index in winners:
+        old = rows[index][column]
+        rows[index][column] = Cell(text=old.text, value=old.value, mark=mark)
+
+
+def _environment_names(results: Sequence[ResultLike]) -> Callable[[ResultLike], str]:
+    """Environment name, with the host added where two hosts share one name."""
+    hosts: dict[str, set[str]] = {}
+    for r in results:
+        hosts.setdefault(r.environment.name, set()).add(r.environment.hostname)
+
+    def name(result: ResultLike) -> str:
+        env = result.environment
+        return env.name if len(hosts[env.name]) == 1 else f"{env.name} @ {env.hostname}"
+
+    return name
+
+
+def _best(results: Iterable[ResultLike]) -> ResultLike | None:
+    measured = [r for r in results if r.samples]
+    return max(measured, key=_rank) if measured else None
+
+
+def probe_key(result: ResultLike) -> tuple[str, int, int, str, int]:
+    """What makes two results the same probe: workload label, count and size, operation,
+    streams. The payload seed is not part of it: fresh bytes, same probe."""
+    workload = result.workload
+    return (workload.label, workload.count, workload.size, result.operation, result.streams)
+
+
+def _probe_title(result: ResultLike) -> str:
+    return f"{result.operation} {result.workload.label}, {_plural(result.streams, 'stream')}"
+
+
+def comparison_tables(
+    results: Sequence[ResultLike],
+    *,
+    by: str = "environment",
+    unit: str = "workload",
+    crown: str = CROWN,
+    tie: str = TIE,
+    confidence: float = 0.95,
+) -> list[Table]:
+    """Comparison tables; every (target, environment) keeps its own figures.
+
+    ``by="environment"``: one table per probe (operation, workload, streams), targets as
+    rows, environments as columns. ``by="probe"``: one table, one row per (target,
+    environment), one column per probe with stream counts side by side. A cell holding
+    several runs of the same target on the same environment shows the best. In each
+    column the fastest is marked ``crown`` or ``tie`` (see :func:`crown_legend`).
+    """
+    check_unit(unit)
+    if by not in ("environment", "probe"):
+        raise ConfigurationError(f"by must be 'environment' or 'probe', not {by!r}")
+    if not results:
+        return []
+    env_name = _environment_names(results)
+    legend = crown_legend(crown, tie, confidence)
+    tables: list[Table] = []
+    if by == "environment":
+        probes = list(dict.fromkeys(probe_key(r) for r in results))
+        for probe in probes:
+            members = [r for r in results if probe_key(r) == probe]
+            environments = list(dict.fromkeys(env_name(r) for r in members))
+            targets = list(dict.fromkeys(target_label(r) for r in members))
+            grid: list[list[ResultLike | None]] = [
+                [
+                    _best(r for r in members if target_label(r) == t and env_name(r) == e)
+                    for e in environments
+                ]
+                for t in targets
+            ]
+            concrete = (
+                OPS_UNIT
+                if members[0].operation in PER_OPERATION
+                else resolve_unit(
+                    unit,
+                    [r.bytes_per_s for r in members if r.samples],
+                    object_size=members[0].workload.size,
+                )
+            )
+            tables.append(
+                _table(
+                    _probe_title(members[0]),
+                    ["target"],
+                    environments,
+                    [[t] for t in targets],
+                    grid,
+                    [concrete] * len(environments),
+                    crown,
+                    tie,
+                    confidence,
+                    legend,
+                )
+            )
+        return tables
+    columns = list(
+        dict.fromkeys(
+            probe_key(r)
+            for r in sorted(
+                results,
+                key=lambda r: (
+                    r.workload.size >= MiB,
+                    r.workload.label,
+                    r.operation != "upload",
+                    r.streams,
+                ),
+            )
+        )
+    )
+    keys = list(dict.fromkeys((target_label(r), env_name(r)) for r in results))
+    several_envs = len({e for _, e in keys}) > 1
+    grid = [
+        [
+            _best(
+                r
+                for r in results
+                if (target_label(r), env_name(r)) == key and probe_key(r) == column
+            )
+            for column in columns
+        ]
+        for key in keys
+    ]
+    units = [
+        OPS_UNIT
+        if column[3] in PER_OPERATION
+        else resolve_unit(
+            unit,
+            [r.bytes_per_s for r in results if r.samples and probe_key(r) == column],
+            object_size=column[2],
+        )
+        for column in columns
+    ]
+    names = [
+        f"{operation} {label}, {_plural(streams, 'stream')}"
+        for label, _, _, operation, streams in columns
+    ]
+    seen = ", ".join(dict.fromkeys(env_name(r) for r in results))
+    labels = [[t, e] if several_envs else [t] for t, e in keys]
+    tables.append(
+        _table(
+            f"all probes ({seen})",
+            ["target", "environment"] if several_envs else ["target"],
+            names,
+            labels,
+            grid,
+            units,
+            crown,
+            tie,
+            confidence,
+            legend,
+        )
+    )
+    return tables
+
+
+def _table(
+    title: str,
+    label_header: list[str],
+    names: list[str],
+    labels: Sequence[list[str]],
+    grid: list[list[ResultLike | None]],
+    units: list[str],
+    crown: str,
+    tie: str,
+    confidence: float,
+    legend: str,
+) -> Table:
+    rows: list[list[Cell]] = []
+    for label, line in zip(labels, grid, strict=True):
+        row = [Cell(text=t) for t in label]
+        for result, concrete in zip(line, units, strict=True):
+            if result is None:
+                row.append(Cell(text=""))
+            else:
+                value = _headline(result, concrete)[0]
+                row.append(Cell(text=f"{value:.2f}", value=value))
+        rows.append(row)
+    # align result cells with row cells (label columns hold no result)
+    width = len(label_header)
+    blank: list[ResultLike | None] = [None] * width
+    cells = [blank + line for line in grid]
+    for column in range(width, width + len(names)):
+        _mark_column(rows, cells, column, crown, tie, confidence)
+    return Table(
+        title=title,
+        header=[*label_header, *names],
+        units=[""] * width + units,
+        rows=rows,
+        labels=width,
+        legend=legend,
+    )

@@ -1,0 +1,100 @@
+"""Tables of scenario steps: backup and restore, in the shape people publish."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from storeprobe.render.core import ResultLike
+from storeprobe.render.lines import target_label
+from storeprobe.render.results import _environment_names
+from storeprobe.render.tables import Cell, Table
+from storeprobe.step import Step
+from storeprobe.units import MiB
+
+
+# -- scenario tables -------------------------------------------------------------------------
+class StepResultLike(ResultLike, Protocol):
+    """A Result that may be a scenario step (``step`` is a :class:`~storeprobe.step.Step`)."""
+
+    @property
+    def step(self) -> Step | None: ...
+
+
+def backup_tables(results: Sequence[StepResultLike]) -> list[Table]:
+    """The backup-and-restore tables in the shape people publish them.
+
+    One table per method and dataset; one row per target, stream count (and environment,
+    when there are several); one column per step (``backup 1`` …, ``restore 1 (full)``
+    …) in seconds (the step's timed requests), then the space the target held after the
+    last backup, in MiB. A failed step shows ``failed``, a step not run ``-``.
+    """
+    steps = [r for r in results if r.step is not None]
+    groups: dict[tuple[str, str], list[StepResultLike]] = {}
+    for result in steps:
+        assert result.step is not None
+        kind = result.workload.label.split(" ", 1)[0]
+        groups.setdefault((result.step.method, kind), []).append(result)
+    env_name = _environment_names(steps)
+    several_envs = len({env_name(r) for r in steps}) > 1
+    tables: list[Table] = []
+    for (method, kind), members in groups.items():
+        columns: list[str] = []
+        for result in members:
+            assert result.step is not None
+            if result.step.label not in columns:
+                columns.append(result.step.label)
+        columns.sort(key=lambda label: (not label.startswith("backup"), _step_number(label)))
+        rows: dict[tuple[str, ...], dict[str, StepResultLike]] = {}
+        for result in members:
+            assert result.step is not None
+            key: tuple[str, ...] = (target_label(result), str(result.streams))
+            if several_envs:
+                key = (*key, env_name(result))
+            rows.setdefault(key, {})[result.step.label] = result
+        first = min(members, key=lambda r: r.step.version if r.step else 0).step
+        assert first is not None
+        header = ["target", "streams", *(["environment"] if several_envs else []), *columns]
+        units = ["", "", *([""] if several_envs else []), *(["s"] * len(columns))]
+        grid: list[list[Cell]] = []
+        for key, cells in rows.items():
+            row = [Cell(text=text) for text in key]
+            space: int | None = None
+            for label in columns:
+                found = cells.get(label)
+                if found is None:
+                    row.append(Cell(text=""))
+                    continue
+                if found.samples:
+                    seconds = found.best_seconds
+                    row.append(Cell(text=f"{seconds:.3f}", value=seconds))
+                elif any(e.code.value == "not-run" for e in found.errors):
+                    row.append(Cell(text="-"))
+                else:
+                    row.append(Cell(text="failed"))
+                step = found.step
+                if step is not None and step.kind == "backup" and step.space_used is not None:
+                    space = step.space_used
+            row.append(
+                Cell(
+                    text="" if space is None else f"{space / MiB:.2f}",
+                    value=None if space is None else space / MiB,
+                )
+            )
+            grid.append(row)
+        tables.append(
+            Table(
+                title=f"backup and restore, {method} method, {first.dataset} ({kind})",
+                header=(*header, "space used"),
+                units=(*units, "MiB"),
+                rows=grid,
+                labels=len(header) - len(columns),
+                legend="seconds of timed requests per step (the sum of its windows); space "
+                "used: what the target held under the run's prefix after the last backup",
+            )
+        )
+    return tables
+
+
+def _step_number(label: str) -> int:
+    return int(label.split()[1])
