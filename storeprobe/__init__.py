@@ -9,6 +9,7 @@ True
 from __future__ import annotations
 
 from storeprobe._version import __version__
+from storeprobe.comparison import Report, compare_results
 from storeprobe.dataset import Image, Sizes, Tree
 from storeprobe.environment import Environment
 from storeprobe.errors import (
@@ -41,6 +42,7 @@ __all__ = [
     "MissingDependencyError",
     "Notice",
     "Probe",
+    "Report",
     "Result",
     "ResultFormatError",
     "ResultSet",
@@ -59,6 +61,7 @@ __all__ = [
     "UnitError",
     "Workload",
     "__version__",
+    "compare_results",
     "dump_results",
     "format_rate",
     "format_size",

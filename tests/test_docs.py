@@ -48,6 +48,7 @@ DIRECTIVE = re.compile(r"^::: (?P<path>[\w.]+)[ ]*\n(?P<options>(?:[ ]{4}.*\n?)*
 IMPORTED_DIRECTLY = {
     "backends",
     "backup",
+    "comparison",
     "dataset",
     "metadata",
     "notices",
