@@ -56,6 +56,7 @@ from storeprobe.sampling import sample_of
 from storeprobe.staging import Staging
 from storeprobe.stats import stability_notices
 from storeprobe.target import Target
+from storeprobe.timeline import stall_notice
 from storeprobe.transfer import Clock, Run
 from storeprobe.verification import (
     VerificationError,
@@ -210,6 +211,11 @@ class Measurement:
             operation=self.operation,
             remote=self.target.protocol not in _LOCAL,
         )
+        for number, sample in enumerate(samples, 1):
+            if sample.has_timeline:
+                stall = stall_notice(sample.timeline(), repeat=number if len(samples) > 1 else None)
+                if stall is not None:
+                    found.append(stall)
         retried = sum(sample.retries or 0 for sample in samples)
         if retried:
             found.append(

@@ -47,6 +47,9 @@ class Code(enum.StrEnum):
     NO_CONDITIONAL_WRITE = "no-conditional-write"
     #: this platform cannot evict files from the page cache before a download
     NO_CACHE_EVICTION = "no-cache-eviction"
+    #: the slowest time slice of a repeat fell below a quarter of the median slice
+    #: (a stall or throttling: see storeprobe.timeline)
+    STALL = "stall"
     #: cleanup could not delete everything the probe wrote
     CLEANUP_INCOMPLETE = "cleanup-incomplete"
     # -- errors: a repeat failed ---------------------------------------------------------

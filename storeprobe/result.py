@@ -32,6 +32,7 @@ from storeprobe.errors import ConfigurationError, ResultFormatError
 from storeprobe.notices import Code, Notice
 from storeprobe.stats import Percentiles, Summary, percentiles, summarize
 from storeprobe.step import Step
+from storeprobe.timeline import Timeline, timeline
 from storeprobe.units import kib_per_s, mib_per_s, mibit_per_s
 from storeprobe.workload import Workload
 
@@ -192,6 +193,36 @@ class Sample:
     def last_done_bytes_per_s(self) -> float:
         """Throughput when the last stream finished: the whole window, in B/s."""
         return self.bytes_per_s
+
+    @property
+    def has_timeline(self) -> bool:
+        """True when the per-request records a :meth:`timeline` needs are all here."""
+        return (
+            self.latencies_ns.size > 0
+            and self.offsets_ns.size == self.latencies_ns.size == self.request_bytes.size
+        )
+
+    def timeline(self, slice_ns: int | None = None) -> Timeline:
+        """Payload bytes and rates per time slice of the window (computed, not stored).
+
+        From the per-request records (``offsets_ns``, ``latencies_ns``,
+        ``request_bytes``); ``slice_ns`` defaults to 1 s, or finer for windows under 20 s
+        (see :mod:`storeprobe.timeline` for the slice size and how bytes are shared).
+        Raises :class:`~storeprobe.errors.ConfigurationError` when the records are
+        missing (see :attr:`has_timeline`).
+        """
+        if not self.has_timeline:
+            raise ConfigurationError(
+                "this sample has no per-request records (offsets, latencies, bytes) to "
+                "draw a timeline from: re-run the probe with this storeprobe"
+            )
+        return timeline(
+            self.offsets_ns,
+            self.latencies_ns,
+            self.request_bytes,
+            window_ns=self.elapsed_ns,
+            slice_ns=slice_ns,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; latencies as a list of int nanoseconds."""
@@ -368,6 +399,10 @@ class Result:
     def last_done_bytes_per_s(self) -> float:
         """Last-done throughput of the best repeat (its whole window), in B/s."""
         return self._best().last_done_bytes_per_s
+
+    def timelines(self, slice_ns: int | None = None) -> tuple[Timeline, ...]:
+        """One :meth:`Sample.timeline` per repeat that has per-request records."""
+        return tuple(s.timeline(slice_ns) for s in self.samples if s.has_timeline)
 
     @property
     def rate_unit(self) -> str:
