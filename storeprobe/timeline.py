@@ -24,7 +24,9 @@ Rules (also on ``docs/reports.md``):
   last one the tail (streams finishing at different moments), so fastest, median and
   slowest are taken over the slices between them; with fewer than 3 slices, over all.
 - **Stall** (:func:`stall_notice`): with at least 10 slices between the first and the
-  last, the slowest of them below 25 % of their median.
+  last, each at least 100 ms long (a window of about 2 s or more with the automatic
+  size: shorter slices see the scheduler and the garbage collector, not the storage),
+  the slowest of them below 25 % of their median.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ __all__ = [
     "MIN_SLICES",
     "STALL_FRACTION",
     "STALL_MIN_SLICES",
+    "STALL_MIN_SLICE_NS",
     "Timeline",
     "slice_for",
     "stall_notice",
@@ -57,6 +60,8 @@ MAX_SLICES = 1_000_000
 STALL_FRACTION = 0.25
 #: the stall rule needs at least this many slices between the first and the last
 STALL_MIN_SLICES = 10
+#: the stall rule needs slices at least this long (ns): shorter ones see scheduler noise
+STALL_MIN_SLICE_NS = 100_000_000
 _SECOND_NS = 1_000_000_000
 
 
@@ -214,10 +219,11 @@ def timeline(
 def stall_notice(line: Timeline, *, repeat: int | None = None) -> Notice | None:
     """A ``STALL`` notice when the slowest slice is far below the median, else None.
 
-    With at least :data:`STALL_MIN_SLICES` slices between the first and the last, a
-    stall is the slowest of them under :data:`STALL_FRACTION` × their median.
+    With at least :data:`STALL_MIN_SLICES` slices between the first and the last, of at
+    least :data:`STALL_MIN_SLICE_NS` each, a stall is the slowest of them under
+    :data:`STALL_FRACTION` × their median.
     """
-    if line.slices - 2 < STALL_MIN_SLICES:
+    if line.slices - 2 < STALL_MIN_SLICES or line.slice_ns < STALL_MIN_SLICE_NS:
         return None
     median, slowest = line.median, line.slowest
     if not median > 0 or slowest >= STALL_FRACTION * median:

@@ -16,6 +16,7 @@ from storeprobe.notices import Code
 from storeprobe.timeline import (
     MIN_SLICES,
     STALL_FRACTION,
+    STALL_MIN_SLICE_NS,
     STALL_MIN_SLICES,
     Timeline,
     slice_for,
@@ -181,6 +182,9 @@ def test_stall_needs_ten_slices_between_first_and_last() -> None:
     short[4] = 0.0
     assert stall_notice(steady(short)) is None
     assert stall_notice(steady([*short, 100.0])) is not None
+    # slices under 100 ms are too short to judge
+    assert stall_notice(steady([*short, 100.0], slice_ns=STALL_MIN_SLICE_NS)) is not None
+    assert stall_notice(steady([*short, 100.0], slice_ns=STALL_MIN_SLICE_NS - 1)) is None
 
 
 def test_a_stalled_sample_is_warned_about_by_the_measurement(tmp_path: Path) -> None:
