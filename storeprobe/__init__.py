@@ -30,6 +30,7 @@ from storeprobe.result import SCHEMA_VERSION, Result, Sample, dump_results, load
 from storeprobe.resultset import ResultSet, Saturation
 from storeprobe.step import Step
 from storeprobe.target import Target
+from storeprobe.timeline import Timeline
 from storeprobe.units import format_rate, format_size, parse_size
 from storeprobe.workload import Workload
 
@@ -57,6 +58,7 @@ __all__ = [
     "TargetNotFoundError",
     "TargetPermissionError",
     "TargetUnreachableError",
+    "Timeline",
     "Tree",
     "UnitError",
     "Workload",

@@ -58,6 +58,7 @@ IMPORTED_DIRECTLY = {
     "request",
     "stats",
     "step",
+    "timeline",
 }
 
 
