@@ -195,6 +195,13 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--plot", type=Path, metavar="IMAGE", help="also save a bar chart (.png or .svg)"
     )
+    report.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write one self-contained HTML report (tables, charts, environments, "
+        "warnings, the command that reproduces the run) that works offline",
+    )
     _unit_option(report)
 
     sweep = commands.add_parser(
@@ -374,6 +381,12 @@ def _report(args: argparse.Namespace) -> int:
 
         plot_probes(results, unit=args.unit).savefig(args.plot)
         print(f"chart written to {args.plot}", file=sys.stderr)
+    if args.html is not None:
+        from storeprobe.html_report import html_report, run_command
+
+        command = run_command(results) if len(probes) else None
+        args.html.write_text(html_report(results, command=command), encoding="utf-8")
+        print(f"HTML report written to {args.html}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -18,6 +18,7 @@ printed under the table. ``str(result_set)`` is the per-result table.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -29,6 +30,7 @@ from storeprobe.render import (
     CROWN,
     TIE,
     comparison_tables,
+    notice_lines,
     probe_key,
     render_tables,
     results_table,
@@ -260,7 +262,18 @@ class ResultSet:
         return pd.DataFrame([_tidy(result) for result in self.results])
 
     def _repr_html_(self) -> str:
-        return self.summary(format="html")
+        """The summary a notebook shows, also in the HTML report: one row per result
+        (:meth:`summary`), then every error and warning with its code."""
+        if not self.results:
+            return "<p>(no results)</p>"
+        parts = [self.summary(format="html")]
+        notices = [line for result in self.results for line in notice_lines(result)]
+        if notices:
+            items = "".join(f"<li>{html.escape(line)}</li>" for line in notices)
+            parts.append(f'<ul class="notices">{items}</ul>')
+        else:
+            parts.append('<p class="notices">No errors or warnings.</p>')
+        return '<div class="storeprobe-summary">\n' + "\n".join(parts) + "\n</div>"
 
     def __str__(self) -> str:
         return self.summary(format="markdown") if self.results else "(no results)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs on a fresh machine: the package with its test
 # tools (pip), the Azure emulator Azurite (npm, into ./node_modules), OpenSSH's sshd,
-# iproute2 and e2fsprogs (apt). The servers themselves are started and stopped by the tests.
+# iproute2, e2fsprogs and Chromium (apt). The servers themselves are started and stopped by the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -11,11 +11,12 @@ if [ ! -x node_modules/.bin/azurite-blob ]; then
   npm ci --no-audit --no-fund --loglevel=error
 fi
 # sshd for SFTP; ip/tc (iproute2) for the shaped-link accuracy tests; chattr (e2fsprogs)
-# for the read-only-directory test
+# for the read-only-directory test; chromium for the HTML report's headless-browser test
 missing=()
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
 command -v ip >/dev/null && command -v tc >/dev/null || missing+=(iproute2)
 command -v chattr >/dev/null || missing+=(e2fsprogs)
+command -v chromium >/dev/null || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -1,0 +1,216 @@
+"""One self-contained HTML report of Results (charts need the ``plot`` extra).
+
+:func:`html_report` returns a single HTML document that works offline: the charts are
+inline SVG (text drawn as paths, so no font is needed), the only style is an inline
+``<style>``, and nothing is loaded from anywhere: no script, stylesheet, font or image.
+It holds the comparison tables with their crowns and legend, the summary a notebook
+shows (:meth:`storeprobe.ResultSet._repr_html_`: one row per result, every error and
+warning with its code), the
+charts (:func:`storeprobe.plot.plot_probes`, and :func:`storeprobe.plot.plot_backup`
+when there are backup steps), each environment, what was timed and how, and a command
+that reproduces the run. Results are redacted when they are made, so no secret can
+appear; :func:`run_command` writes storage options as ``-o KEY=...`` placeholders.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import re
+import shlex
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from storeprobe.errors import ConfigurationError
+from storeprobe.plot import plot_backup, plot_probes
+from storeprobe.render import backup_tables, comparison_tables, render_tables, target_label
+from storeprobe.result import Result
+from storeprobe.resultset import ResultSet
+from storeprobe.units import format_bytes, format_size
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["METHOD", "html_report", "run_command"]
+
+#: protocols whose targets need no storage options
+_NO_OPTIONS = frozenset({"file", "local", "memory"})
+
+#: what was timed and how: the fixed paragraph of every report
+METHOD = (
+    "Each figure is the throughput of one timed window: from the start of the first "
+    "request to the end of the last one, with every stream busy in between. A probe is "
+    "repeated N times and the table shows the best repeat (the median is in the charts' "
+    "white marks); the whiskers run from the slowest to the fastest repeat. Units are "
+    "1024-based: 1 KiB/s = 1024 bytes per second, 1 MiB/s = 1024 KiB/s. Outside the "
+    "window, and so not timed: generating the payload bytes, creating the client and "
+    "connecting, listing and cleaning up the probe's objects, and checking the bytes "
+    "read back against those written."
+)
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em;
+       padding: 0 1em; color: #222; background: #fff; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; }
+table { border-collapse: collapse; margin: 1em 0; }
+caption { font-weight: bold; text-align: left; padding: 0.3em 0; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
+th { background: #f3f3f3; }
+.chart svg { max-width: 100%; height: auto; }
+pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; white-space: pre-wrap; }
+dl.environment { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1em; }
+dl.environment dt { font-weight: bold; }
+dl.environment dd { margin: 0; }
+"""
+
+
+def _svg(figure: Figure) -> str:
+    """The figure as an inline ``<svg>`` element, text as paths (no font needed)."""
+    from matplotlib import rc_context
+
+    buffer = io.StringIO()
+    with rc_context({"svg.fonttype": "path", "svg.hashsalt": "storeprobe"}):
+        figure.savefig(buffer, format="svg", metadata={"Date": None})
+    text = buffer.getvalue()
+    text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.DOTALL)
+    start = text.find("<svg")
+    return text[start:] if start >= 0 else text
+
+
+def _workload_spec(result: Result) -> str:
+    workload = result.workload
+    if workload.name in ("small", "large"):
+        return workload.name
+    return f"{workload.count}x{format_size(workload.size).replace(' ', '')}"
+
+
+def run_command(results: Iterable[Result]) -> str:
+    """A ``storeprobe run`` command that reproduces the results' probes.
+
+    URLs, stream counts, workloads, repeats, the S3 client, the label and the seed
+    (when all results share one) come from the results. Storage options are never
+    recorded, so a target that needs them gets ``-o KEY=...`` placeholders to fill in.
+    Scenario steps (backups) are left out: they are run by ``storeprobe backup``.
+    """
+    probes = [result for result in results if result.step is None]
+    if not probes:
+        raise ConfigurationError("no probe results to rebuild a run command from")
+    words = ["storeprobe", "run"]
+    words += list(dict.fromkeys(result.url for result in probes))
+    streams = sorted({result.streams for result in probes})
+    words += ["--streams", *(str(n) for n in streams)]
+    for spec in dict.fromkeys(_workload_spec(result) for result in probes):
+        words += ["--workload", spec]
+    repeats = max(len(result.samples) + len(result.errors) for result in probes)
+    words += ["--repeats", str(repeats)]
+    clients = {r.backend for r in probes if r.protocol == "s3" and r.backend in ("obstore", "s3fs")}
+    if len(clients) == 1:
+        words += ["--client", clients.pop()]
+    labels = {result.environment.label for result in probes}
+    label = labels.pop() if len(labels) == 1 else None
+    if label:
+        words += ["--label", label]
+    seeds = {result.workload.seed for result in probes}
+    seed = seeds.pop() if len(seeds) == 1 else None
+    if seed is not None:
+        words += ["--seed", str(seed)]
+    command = shlex.join(words)
+    if any(result.protocol not in _NO_OPTIONS for result in probes):
+        command += " -o KEY=..."
+    return command
+
+
+def _environments(results: Sequence[Result]) -> str:
+    seen: dict[tuple[str, str | None, str], Result] = {}
+    for result in results:
+        env = result.environment
+        seen.setdefault((env.hostname, env.label, env.utc), result)
+    blocks: list[str] = []
+    for (hostname, label, _), result in seen.items():
+        env = result.environment
+        rows: list[tuple[str, str]] = [
+            ("host", hostname),
+            ("measured (UTC)", env.utc or "unknown"),
+            ("CPU", f"{env.cpu_model or 'unknown model'}, {env.cpu_count} logical CPUs"),
+            ("memory", format_bytes(env.memory_bytes) if env.memory_bytes else "unknown"),
+            ("operating system", env.operating_system or env.platform),
+            ("Python", env.python),
+            ("packages", ", ".join(f"{k} {v}" for k, v in sorted(env.packages.items()))),
+        ]
+        if env.endpoint:
+            rtt = f"{env.rtt_s * 1000:.2f} ms" if env.rtt_s is not None else env.rtt_note or "-"
+            rows.append(("endpoint", f"{env.endpoint}, connect RTT {rtt}"))
+        else:
+            rows.append(("endpoint", "none recorded (a local target, or an older result file)"))
+        items = "".join(
+            f"<dt>{html.escape(key)}</dt><dd>{html.escape(value)}</dd>" for key, value in rows
+        )
+        title = html.escape(label or hostname)
+        blocks.append(f'<h3>{title}</h3>\n<dl class="environment">{items}</dl>')
+    return "\n".join(blocks)
+
+
+def _tables(results: Sequence[Result]) -> str:
+    """The comparison tables with crowns and legend; backup steps as their own table."""
+    steps = [result for result in results if result.step is not None]
+    probes = [result for result in results if result.step is None]
+    parts: list[str] = []
+    if steps:
+        parts.append(render_tables(backup_tables(steps), "html"))
+    if probes:
+        parts.append(render_tables(comparison_tables(probes), "html"))
+    return "\n".join(parts)
+
+
+def html_report(
+    results: Iterable[Result], *, title: str | None = None, command: str | None = None
+) -> str:
+    """One self-contained HTML document (see the module docstring).
+
+    ``title`` defaults to ``"storeprobe report"``; ``command`` is shown as the command
+    that reproduces the run (the CLI passes a ``storeprobe run`` command rebuilt by
+    :func:`run_command`). Charts are drawn when matplotlib is installed; without it the
+    report says so and keeps everything else.
+    """
+    rows = list(results)
+    if not rows:
+        raise ConfigurationError("nothing to report: no results")
+    summary = ResultSet(rows)._repr_html_()
+    heading = html.escape(title or "storeprobe report")
+    targets = ", ".join(dict.fromkeys(target_label(r) for r in rows))
+    charts: list[str] = []
+    try:
+        if any(r.samples and r.step is None for r in rows):
+            charts.append(_svg(plot_probes(r for r in rows if r.step is None)))
+        if any(r.samples and r.step is not None for r in rows):
+            charts.append(_svg(plot_backup(rows)))
+    except ImportError:
+        charts = ["<p>Charts need matplotlib: pip install 'storeprobe[plot]'.</p>"]
+    chart_html = "\n".join(f'<div class="chart">{chart}</div>' for chart in charts)
+    sections = [
+        f"<h1>{heading}</h1>",
+        f"<p>{len(rows)} results from {html.escape(targets)}.</p>",
+        "<h2>Comparison</h2>",
+        _tables(rows),
+        "<h2>Every result, errors and warnings</h2>",
+        summary,
+        "<h2>Charts</h2>",
+        chart_html or "<p>No successful repeat to chart.</p>",
+        "<h2>Environments</h2>",
+        _environments(rows),
+        "<h2>What was timed and how</h2>",
+        f'<p class="method">{html.escape(METHOD)}</p>',
+    ]
+    if command:
+        sections += [
+            "<h2>Reproduce</h2>",
+            f'<pre class="command"><code>{html.escape(command)}</code></pre>',
+        ]
+    body = "\n".join(sections)
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{heading}</title>\n<style>{_STYLE}</style>\n</head>\n"
+        f"<body>\n{body}\n</body>\n</html>\n"
+    )
