@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from storeprobe.errors import ConfigurationError
 from storeprobe.plot import plot_backup, plot_probes
-from storeprobe.render import backup_tables, comparison_tables, render_tables, target_label
+from storeprobe.render import target_label
 from storeprobe.result import Result
 from storeprobe.resultset import ResultSet
 from storeprobe.units import format_bytes, format_size
@@ -150,18 +150,6 @@ def _environments(results: Sequence[Result]) -> str:
     return "\n".join(blocks)
 
 
-def _tables(results: Sequence[Result]) -> str:
-    """The comparison tables with crowns and legend; backup steps as their own table."""
-    steps = [result for result in results if result.step is not None]
-    probes = [result for result in results if result.step is None]
-    parts: list[str] = []
-    if steps:
-        parts.append(render_tables(backup_tables(steps), "html"))
-    if probes:
-        parts.append(render_tables(comparison_tables(probes), "html"))
-    return "\n".join(parts)
-
-
 def html_report(
     results: Iterable[Result], *, title: str | None = None, command: str | None = None
 ) -> str:
@@ -190,9 +178,7 @@ def html_report(
     sections = [
         f"<h1>{heading}</h1>",
         f"<p>{len(rows)} results from {html.escape(targets)}.</p>",
-        "<h2>Comparison</h2>",
-        _tables(rows),
-        "<h2>Every result, errors and warnings</h2>",
+        "<h2>Comparison, every result, errors and warnings</h2>",
         summary,
         "<h2>Charts</h2>",
         chart_html or "<p>No successful repeat to chart.</p>",

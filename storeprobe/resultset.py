@@ -29,6 +29,7 @@ from storeprobe.errors import ConfigurationError, MissingDependencyError
 from storeprobe.render import (
     CROWN,
     TIE,
+    backup_tables,
     comparison_tables,
     notice_lines,
     probe_key,
@@ -262,11 +263,20 @@ class ResultSet:
         return pd.DataFrame([_tidy(result) for result in self.results])
 
     def _repr_html_(self) -> str:
-        """The summary a notebook shows, also in the HTML report: one row per result
-        (:meth:`summary`), then every error and warning with its code."""
+        """The summary a notebook shows, also the heart of the HTML report: the
+        comparison tables (crowned, with their legend; backup steps as the published
+        backup table), one row per result (:meth:`summary`), then every error and
+        warning with its code."""
         if not self.results:
             return "<p>(no results)</p>"
-        parts = [self.summary(format="html")]
+        steps = [result for result in self.results if result.step is not None]
+        probes = [result for result in self.results if result.step is None]
+        parts: list[str] = []
+        if steps:
+            parts.append(render_tables(backup_tables(steps), "html"))
+        if probes:
+            parts.append(render_tables(comparison_tables(probes), "html"))
+        parts.append(self.summary(format="html"))
         notices = [line for result in self.results for line in notice_lines(result)]
         if notices:
             items = "".join(f"<li>{html.escape(line)}</li>" for line in notices)
