@@ -70,9 +70,11 @@ def test_a_verification_failure_in_a_staged_download_is_caught(tmp_path: Path) -
 
     def corrupt(paths: list[str]) -> None:
         original(paths)
-        with open(paths[0], "r+b") as handle:
+        with open(paths[0], "r+b") as handle:  # flip the byte: it differs whatever the seed
             handle.seek(9 * MiB + 5)
-            handle.write(b"\x00")
+            byte = handle.read(1)[0]
+            handle.seek(9 * MiB + 5)
+            handle.write(bytes([byte ^ 0xFF]))
 
     backend.after_upload = corrupt  # type: ignore[method-assign]
     result = probe.download(Workload(count=1, size="12MiB"))
