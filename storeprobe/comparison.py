@@ -39,6 +39,10 @@ observed: ``n = ⌈(z / t)² · π/2 · (cv_base² + cv_new²)⌉``, at least 3 
 variance is about π/2 · σ²/n; ``z`` is 1.96 at 95 %). A side with fewer than 2 repeats
 shows no spread: the other side's is used for both; with neither, it is 3, the least a
 verdict needs.
+
+About 460 lines, one concept (matching two runs and judging each probe): the matching
+rules, the verdict and the repeats-needed estimate are one story; rendering is in
+:mod:`storeprobe.render.regressions`.
 """
 
 from __future__ import annotations

@@ -25,7 +25,13 @@ from attrs import field, frozen
 from storeprobe.errors import ConfigurationError
 from storeprobe.units import KiB, MiB, TiB, format_size, parse_size
 
-__all__ = ["GENERATION_BLOCK", "MAX_COUNT", "MAX_SIZE", "Workload"]
+__all__ = [
+    "GENERATION_BLOCK",
+    "MAX_COUNT",
+    "MAX_SIZE",
+    "Workload",
+    "first_mismatch",
+]
 
 #: Size of one independently seeded generation block, in bytes.
 GENERATION_BLOCK = 1 * MiB
@@ -183,19 +189,7 @@ class Workload:
         ``index``. Bytes past the end of the object differ at ``size``. A whole-object
         check must also compare lengths (``len(data) == size``).
         """
-        view = memoryview(data).cast("B")
-        limit = max(min(len(view), self.size - start), 0)
-        step = 4 * GENERATION_BLOCK
-        for offset in range(0, limit, step):
-            take = min(step, limit - offset)
-            expected = self.payload(index, start + offset, start + offset + take)
-            got = np.frombuffer(view[offset : offset + take], dtype=np.uint8)
-            want = np.frombuffer(expected, dtype=np.uint8)
-            if not np.array_equal(got, want):
-                return start + offset + int(np.argmax(got != want))
-        if start + len(view) > self.size:
-            return self.size
-        return None
+        return first_mismatch(data, self.size, start, lambda a, b: self.payload(index, a, b))
 
     # -- serialisation --------------------------------------------------------------
 
@@ -211,6 +205,30 @@ class Workload:
     def from_dict(cls, data: dict[str, Any]) -> Workload:
         """Inverse of :meth:`to_dict`."""
         return cls(count=data["count"], size=data["size"], seed=data["seed"], name=data["name"])
+
+
+def first_mismatch(
+    data: bytes | bytearray | memoryview,
+    size: int,
+    start: int,
+    expected: Callable[[int, int], bytes | bytearray],
+) -> int | None:
+    """Offset of the first byte where ``data`` differs from what ``expected(a, b)``
+    regenerates for bytes ``[a, b)`` of an object of ``size`` bytes, ``data`` standing at
+    ``start``; bytes past the end differ at ``size``. Compared 4 MiB at a time, so no
+    copy of the whole object is made."""
+    view = memoryview(data).cast("B")
+    limit = max(min(len(view), size - start), 0)
+    step = 4 * GENERATION_BLOCK
+    for offset in range(0, limit, step):
+        take = min(step, limit - offset)
+        got = np.frombuffer(view[offset : offset + take], dtype=np.uint8)
+        want = np.frombuffer(expected(start + offset, start + offset + take), dtype=np.uint8)
+        if not np.array_equal(got, want):
+            return start + offset + int(np.argmax(got != want))
+    if start + len(view) > size:
+        return size
+    return None
 
 
 def filled_buffer(size: int, fill: Callable[[memoryview], None]) -> io.BytesIO:

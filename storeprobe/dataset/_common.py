@@ -14,7 +14,7 @@ from attrs import field, frozen
 
 from storeprobe.errors import ConfigurationError
 from storeprobe.units import KiB, MiB, parse_size
-from storeprobe.workload import GENERATION_BLOCK, MAX_SIZE, filled_buffer
+from storeprobe.workload import GENERATION_BLOCK, MAX_SIZE, filled_buffer, first_mismatch
 
 IMAGE_PATH = "disk.img"
 _TREE_DOMAIN = 0xDA7A5E71  # tree file content; workload payloads use another constant
@@ -153,19 +153,7 @@ def _target(out: memoryview | bytearray, start: int, size: int) -> npt.NDArray[n
 
 
 def _mismatch(dataset: Dataset, file: File, data: Buffer, offset: int) -> int | None:
-    view = memoryview(data).cast("B")
-    limit = max(min(len(view), file.size - offset), 0)
-    step = 4 * GENERATION_BLOCK
-    for position in range(0, limit, step):
-        take = min(step, limit - position)
-        expected = dataset.payload(file, offset + position, offset + position + take)
-        got = np.frombuffer(view[position : position + take], dtype=np.uint8)
-        want = np.frombuffer(expected, dtype=np.uint8)
-        if not np.array_equal(got, want):
-            return offset + position + int(np.argmax(got != want))
-    if offset + len(view) > file.size:
-        return file.size
-    return None
+    return first_mismatch(data, file.size, offset, lambda a, b: dataset.payload(file, a, b))
 
 
 def _payload(dataset: Dataset, file: File, start: int, stop: int | None) -> bytes:

@@ -1,4 +1,7 @@
-"""File trees: generated, shaped like a source tree, or taken from a real directory."""
+"""File trees: generated, shaped like a source tree, or taken from a real directory.
+
+About 420 lines: one class, :class:`Tree`, with its constructors, evolution and diff;
+layouts and the source-tree shape are :mod:`.layout`, content :mod:`._common`."""
 
 from __future__ import annotations
 
