@@ -31,7 +31,7 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 from attrs import frozen
 from fsspec.callbacks import Callback
@@ -68,10 +68,27 @@ from storeprobe.verification import (
 )
 from storeprobe.workload import Workload
 
-__all__ = ["Measurement"]
+__all__ = ["Gate", "Measurement"]
 
 Backend = AsyncBackend | SyncBackend
 _LOCAL = frozenset({"file", "local", "memory"})
+
+
+class Gate(Protocol):
+    """Where a coordinator holds each repeat's window (many clients starting together).
+
+    Every call is untimed. ``wait`` returns when the repeat's window may open (the
+    repeat's data is made and, for a download, uploaded; the next thing is the first
+    request) or raises to skip the repeat; ``opened`` receives the window's first
+    request start and last request end on the measurement's clock (ns); ``abandon`` is
+    called when a repeat ends in an error, whether or not ``wait`` was reached.
+    """
+
+    def wait(self, repeat: int) -> None: ...
+
+    def opened(self, repeat: int, start_ns: int, end_ns: int) -> None: ...
+
+    def abandon(self, repeat: int) -> None: ...
 
 
 @frozen(kw_only=True)
@@ -90,6 +107,8 @@ class Measurement:
     label: str | None
     clock: Clock
     callback: Callback | None
+    #: holds each window until a coordinator releases it (None: windows open at once)
+    gate: Gate | None = None
 
     # -- the plan's shape ------------------------------------------------------------------
     def _layout(self, operation: Literal["upload", "download"]) -> Layout:
@@ -148,7 +167,7 @@ class Measurement:
                     if writer is not backend:
                         self._check_absent(writer, names)
                     if self.operation == "upload":
-                        samples.append(self._upload(writer, layout, content, names))
+                        samples.append(self._upload(writer, layout, content, names, repeat))
                     else:
                         assert setup is not None
                         self._setup(writer, setup, content, names)
@@ -157,9 +176,11 @@ class Measurement:
                             if reader is not backend:
                                 strategy += " (ranges read with s3fs)"
                                 notices.append(_RANGES_VIA_S3FS)
-                        samples.append(self._download(layout, content, names, reader))
+                        samples.append(self._download(layout, content, names, reader, repeat))
                 except Exception as exc:
                     errors.append(self._error(exc, repeat + 1))
+                    if self.gate is not None:
+                        self.gate.abandon(repeat)
                 finally:
                     remaining = {entry.split(" (", 1)[0] for entry in self._delete(names)}
                     deleted.update(name for name in names if name not in remaining)
@@ -282,7 +303,7 @@ class Measurement:
         self._execute(writer, head_plan(names), wrap=ABSENT)
 
     def _upload(
-        self, backend: Backend, layout: Layout, workload: Workload, names: list[str]
+        self, backend: Backend, layout: Layout, workload: Workload, names: list[str], repeat: int
     ) -> Sample:
         plan = upload_plan(layout, workload, names)
         staging = Staging.of_payload(workload, 0) if layout.staged else None
@@ -291,8 +312,10 @@ class Measurement:
             wrap = settling(release_parts(plan, staging)) if staging is not None else None
             backend.fs.invalidate_cache()
             before = backend.retries_seen()
+            self._wait(repeat)
             run = self._execute(backend, plan, bodies=bodies, wrap=wrap, timed=True)
             del bodies
+            self._opened(repeat, run)
         finally:
             if staging is not None:
                 staging.close()
@@ -332,7 +355,7 @@ class Measurement:
         return reader
 
     def _download(
-        self, layout: Layout, workload: Workload, names: list[str], reader: Backend
+        self, layout: Layout, workload: Workload, names: list[str], reader: Backend, repeat: int
     ) -> Sample:
         backend = self.target.backend
         plan = download_plan(layout, workload, names)
@@ -348,8 +371,10 @@ class Measurement:
                 landings = [None] * len(requests)
             wrap = settling(land_ranges(plan, staging)) if staging is not None else None
             before = backend.retries_seen()
+            self._wait(repeat)
             run = self._execute(reader, plan, landings=landings, wrap=wrap, timed=True)
             del landings
+            self._opened(repeat, run)
             self._check_moved(run, workload)
             if self.verify:
                 if staging is not None:
@@ -361,6 +386,15 @@ class Measurement:
             if staging is not None:
                 staging.close()
         return sample_of(run, _delta(backend.retries_seen(), before))
+
+    def _wait(self, repeat: int) -> None:
+        if self.gate is not None:
+            self.gate.wait(repeat)
+
+    def _opened(self, repeat: int, run: Run) -> None:
+        if self.gate is not None:
+            timings = run.timings
+            self.gate.opened(repeat, int(timings.start_ns.min()), int(timings.end_ns.max()))
 
     def _check_moved(self, run: Run, workload: Workload) -> None:
         moved = int(run.timings.nbytes.sum())

@@ -52,6 +52,10 @@ class Code(enum.StrEnum):
     STALL = "stall"
     #: cleanup could not delete everything the probe wrote
     CLEANUP_INCOMPLETE = "cleanup-incomplete"
+    #: the workers of a distributed probe started their windows far apart
+    START_SPREAD = "start-spread"
+    #: a worker's clock offset is uncertain by a large part of the window
+    CLOCK_UNCERTAIN = "clock-uncertain"
     # -- errors: a repeat failed ---------------------------------------------------------
     #: a request failed (the message names the error the storage or client gave)
     REQUEST_FAILED = "request-failed"
@@ -63,6 +67,8 @@ class Code(enum.StrEnum):
     SHORT_TRANSFER = "short-transfer"
     #: a scenario step that did not run because an earlier step failed
     NOT_RUN = "not-run"
+    #: a worker of a distributed probe failed or was lost: the aggregate is not reported
+    WORKER_FAILED = "worker-failed"
     #: a notice from a results document written before codes existed (schema 1)
     UNCLASSIFIED = "unclassified"
 

@@ -39,6 +39,8 @@ from storeprobe.workload import Workload
 __all__ = [
     "READABLE_VERSIONS",
     "SCHEMA_VERSION",
+    "Fleet",
+    "Member",
     "NoticeLike",
     "Operation",
     "Result",
@@ -54,7 +56,8 @@ __all__ = [
 #       texts become notices with code "unclassified", its samples get the defaults.
 #       Also in 2: environment gains cpu_model, memory_bytes, operating_system, endpoint,
 #       rtt_s, rtt_note; operations backup, restore, head, list, delete; results of a
-#       scenario step carry "step" (absent or null otherwise).
+#       scenario step carry "step" (absent or null otherwise); results of a distributed
+#       probe carry "fleet" (absent or null otherwise), holding each worker's result.
 #: the version of the results document that dump_results writes (history above)
 SCHEMA_VERSION = 2
 #: every version load_results reads
@@ -278,6 +281,9 @@ class Result:
     #: the scenario step this result is (None for a seed probe); for a step, ``workload``
     #: summarises the dataset version: its file count and mean file size
     step: Step | None = None
+    #: how a distributed probe ran (None for one process): its workers, their clock
+    #: offsets and each worker's own Result (see :mod:`storeprobe.distributed`)
+    fleet: Fleet | None = None
 
     # -- identity -----------------------------------------------------------------
     @property
@@ -445,6 +451,7 @@ class Result:
             "warnings": [notice.to_dict() for notice in self.warnings],
             "environment": self.environment.to_dict(),
             "step": None if self.step is None else self.step.to_dict(),
+            "fleet": None if self.fleet is None else self.fleet.to_dict(),
         }
 
     @classmethod
@@ -465,6 +472,7 @@ class Result:
                 warnings=tuple(Notice.from_dict(notice) for notice in data["warnings"]),
                 environment=Environment.from_dict(data["environment"]),
                 step=None if data.get("step") is None else Step.from_dict(data["step"]),
+                fleet=None if data.get("fleet") is None else Fleet.from_dict(data["fleet"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ResultFormatError(f"malformed result record: {exc!r}") from exc
@@ -480,6 +488,104 @@ class Result:
         if len(results) != 1:
             raise ResultFormatError(f"expected one result, the document holds {len(results)}")
         return results[0]
+
+
+@frozen(kw_only=True)
+class Member:
+    """One worker of a distributed probe, and how its clock relates to the coordinator's.
+
+    ``offset_ns`` is the worker's clock minus the coordinator's, measured NTP-style
+    before the run from round trips through Dask; the true offset lies within
+    ``uncertainty_ns`` of it (half the shortest round trip). ``drift_ns`` is the offset
+    measured after the run minus the one before (None when the worker did not answer).
+    ``result`` is the worker's own Result on its own clock (None: the worker was lost).
+    """
+
+    name: str
+    address: str
+    offset_ns: int
+    uncertainty_ns: int
+    drift_ns: int | None = None
+    result: Result | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field."""
+        return {
+            "name": self.name,
+            "address": self.address,
+            "offset_ns": self.offset_ns,
+            "uncertainty_ns": self.uncertainty_ns,
+            "drift_ns": self.drift_ns,
+            "result": None if self.result is None else self.result.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Member:
+        """Inverse of :meth:`to_dict`."""
+        result = data.get("result")
+        return cls(
+            name=data["name"],
+            address=data["address"],
+            offset_ns=int(data["offset_ns"]),
+            uncertainty_ns=int(data["uncertainty_ns"]),
+            drift_ns=None if data.get("drift_ns") is None else int(data["drift_ns"]),
+            result=None if result is None else Result.from_dict(result),
+        )
+
+
+def _members(value: Iterable[Member]) -> tuple[Member, ...]:
+    return tuple(value)
+
+
+def _ints(value: Iterable[int]) -> tuple[int, ...]:
+    return tuple(int(item) for item in value)
+
+
+@frozen(kw_only=True)
+class Fleet:
+    """How a distributed probe ran: many workers, one time base (the coordinator's clock).
+
+    Each aggregate sample of the Result is total bytes over (latest end − earliest
+    start) of the workers' windows for that repeat, every time moved onto the
+    coordinator's clock with the worker's offset. ``start_spread_ns`` gives, per
+    aggregate sample, the latest actual window start minus the earliest (ns);
+    ``coordinator_ns`` is the coordinator's own time for the whole probe (offset
+    measurements, barriers, collection; ns).
+    """
+
+    members: tuple[Member, ...] = field(converter=_members)
+    streams_per_worker: int
+    start_spread_ns: tuple[int, ...] = field(converter=_ints)
+    coordinator_ns: int = 0
+
+    @property
+    def workers(self) -> int:
+        """How many workers took part."""
+        return len(self.members)
+
+    @property
+    def max_uncertainty_ns(self) -> int:
+        """The largest clock-offset uncertainty of any worker (ns): the time base's error."""
+        return max((m.uncertainty_ns + abs(m.drift_ns or 0) for m in self.members), default=0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field."""
+        return {
+            "members": [member.to_dict() for member in self.members],
+            "streams_per_worker": self.streams_per_worker,
+            "start_spread_ns": list(self.start_spread_ns),
+            "coordinator_ns": self.coordinator_ns,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Fleet:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            members=tuple(Member.from_dict(member) for member in data["members"]),
+            streams_per_worker=int(data["streams_per_worker"]),
+            start_spread_ns=tuple(int(value) for value in data["start_spread_ns"]),
+            coordinator_ns=int(data.get("coordinator_ns", 0)),
+        )
 
 
 def dump_results(results: Iterable[Result]) -> str:

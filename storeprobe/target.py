@@ -39,7 +39,7 @@ from storeprobe.errors import (
 )
 from storeprobe.redaction import redact_options, redact_url, scrub, scrub_patterns, secret_values
 
-__all__ = ["EXTRAS", "Target", "describe_error", "translate_error"]
+__all__ = ["EXTRAS", "Recipe", "Target", "describe_error", "translate_error"]
 
 
 #: The storeprobe extra that installs the fsspec implementation of each protocol.
@@ -101,6 +101,37 @@ def _protocol_of(fs: fsspec.AbstractFileSystem) -> str:
     return str(protocol[0] if isinstance(protocol, tuple | list) else protocol)
 
 
+@attrs.frozen
+class Recipe:
+    """How to open a target again elsewhere (another process, a Dask worker).
+
+    Holds the URL, the storage options as given (secrets included: they must reach the
+    process that opens it) and the client choice. Its ``repr`` shows the redacted URL
+    and the option names only, so a log line, a traceback or a task description that
+    prints it never shows a secret.
+    """
+
+    url: str = attrs.field(repr=False)
+    options: Mapping[str, Any] = attrs.field(repr=False, factory=dict)
+    client: str = "auto"
+
+    def __repr__(self) -> str:
+        return (
+            f"Recipe({redact_url(self.url)!r}, options=<{len(self.options)} hidden>, "
+            f"client={self.client!r})"
+        )
+
+    def open(self) -> Target:
+        """The target this recipe describes (:meth:`Target.from_url`)."""
+        return Target.from_url(self.url, self.options, client=self.client)
+
+    def at(self, path: str) -> Recipe:
+        """The same storage and options at ``path`` (a path of the same filesystem, as a
+        target's ``root`` or a run prefix is written)."""
+        protocol = split_protocol(self.url)[0] or "file"
+        return attrs.evolve(self, url=f"{protocol}://{path}")
+
+
 @define
 class Target:
     """An fsspec filesystem and the root path under which a probe may write.
@@ -122,6 +153,9 @@ class Target:
     backend: AsyncBackend | SyncBackend = field(
         default=attrs.Factory(lambda self: backend_for(self.fs), takes_self=True), repr=False
     )
+    #: how to open this target again in another process (None: built from a filesystem
+    #: instance, which cannot be rebuilt from a URL)
+    recipe: Recipe | None = field(default=None, repr=False)
 
     @root.validator
     def _check_root(self, _: Any, value: str) -> None:
@@ -200,6 +234,7 @@ class Target:
                     secrets=secret_list,
                     secret_source=None if credentials is None else lambda: credentials.secrets,
                     backend=backend,
+                    recipe=Recipe(url, dict(options), client),
                 )
         kwargs = {"skip_instance_cache": True, **options}
         if protocol in _LISTING_CACHED:
@@ -237,6 +272,7 @@ class Target:
             else f"{fs.protocol[0] if isinstance(fs.protocol, tuple) else fs.protocol}://{path}",
             options=redact_options(options),
             secrets=secret_list,
+            recipe=Recipe(url, dict(options), client),
         )
 
     @property
