@@ -50,7 +50,7 @@ from storeprobe.planning import (
     head_plan,
     upload_plan,
 )
-from storeprobe.request import Body
+from storeprobe.request import Body, Kind
 from storeprobe.result import Result, Sample
 from storeprobe.sampling import sample_of
 from storeprobe.staging import Staging
@@ -128,13 +128,12 @@ class Measurement:
         target, backend, workload = self.target, self.target.backend, self.workload
         layout = self._layout(self.operation)
         setup = self._layout("upload") if self.operation == "download" else None
-        writes = setup or layout
-        if writes.staged:
-            check_memory(
-                workload, 2 * writes.effective_streams * writes.part_size, "the parts in flight"
+        needed = max(_held(setup or layout, workload), _held(layout, workload))
+        if needed:
+            holds = (
+                "the parts in flight" if needed < workload.total_bytes else "one repeat's payload"
             )
-        elif not layout.staged:
-            check_memory(workload, workload.total_bytes, "one repeat's payload")
+            check_memory(workload, needed, holds)
         environment, prefix = open_run(target, self.label, self.timeout)
 
         written: list[str] = []
@@ -274,7 +273,7 @@ class Measurement:
                 bodies.append(None)
             elif staging is None:
                 bodies.append(backend.body(workload, part))
-            elif request.part_size is not None:
+            elif request.kind is Kind.PUT:  # the whole object, read by the client itself
                 bodies.append(backend.whole_staged_file(staging))
             else:
                 bodies.append(backend.staged_body(staging, part))
@@ -363,13 +362,15 @@ class Measurement:
         staging = Staging.blank(workload.size) if layout.staged else None
         try:
             landings: list[Landing]
-            if staging is not None:
+            if staging is not None and not layout.split:
+                landings = [staging]  # written as the bytes arrive
+            elif staging is not None:
                 landings = [staging.part(r.start or 0, r.stop or workload.size) for r in requests]
             elif reader.capabilities.reads_into:
                 landings = [prefaulted(r.expected or workload.size) for r in requests]
             else:
                 landings = [None] * len(requests)
-            wrap = settling(land_ranges(plan, staging)) if staging is not None else None
+            wrap = settling(land_ranges(plan, staging)) if staging and layout.split else None
             before = backend.retries_seen()
             self._wait(repeat)
             run = self._execute(reader, plan, landings=landings, wrap=wrap, timed=True)
@@ -467,6 +468,14 @@ def _caller_level() -> int:
         frame = frame.f_back
         level += 1
     return level
+
+
+def _held(layout: Layout, workload: Workload) -> int:
+    """Bytes a layout holds in memory: 0 for one staged request (a chunk at a time), its
+    parts in flight (and as many being read) for a staged split, else the payload."""
+    if layout.staged:
+        return 2 * layout.effective_streams * layout.part_size if layout.split else 0
+    return workload.total_bytes
 
 
 def _delta(after: int | None, before: int | None) -> int | None:

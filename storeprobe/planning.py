@@ -2,9 +2,11 @@
 
 :func:`choose` decides a :class:`Layout` from the backend's capabilities, the
 operation, the workload and the stream count, before any I/O: one request per object,
-or one object split into parts or byte ranges, staged through a local file or not,
-and the notices that say where the layout gives less than was asked (fewer requests in
-flight, an upload that cannot be split). Nothing changes it afterwards.
+or one object split into parts or byte ranges, staged through a local file or not (an
+object of at least ``stage_above`` bytes probed alone is staged at any stream count: see
+:mod:`storeprobe.staging`), and the notices that say where the layout gives less than
+was asked (fewer requests in flight, an upload that cannot be split). Nothing changes it
+afterwards.
 
 The ``*_plan`` functions turn a layout and the names of one repeat into a
 :class:`Plan`: an immutable sequence of phases, each a tuple of typed requests
@@ -28,6 +30,7 @@ from storeprobe.workload import Workload
 
 __all__ = [
     "MAX_PARTS",
+    "SEQUENTIAL_PART",
     "Layout",
     "Plan",
     "choose",
@@ -40,6 +43,9 @@ __all__ = [
 Operation = Literal["upload", "download"]
 #: most parts one object is split into (S3's limit)
 MAX_PARTS = 10_000
+#: largest default part of an object split at one stream (too big for one request, or
+#: staged for a client that holds one request's body in memory): one part is in flight
+SEQUENTIAL_PART = 64 * MiB
 
 
 @frozen(kw_only=True)
@@ -73,7 +79,8 @@ class Layout:
     part_size: int
     #: most requests the layout can keep in flight
     effective_streams: int
-    #: the split object goes through a local staging file (see storeprobe.staging)
+    #: the object goes through a local staging file (see storeprobe.staging): split
+    #: into parts or ranges that are views of it, or sent from it / landed in it whole
     staged: bool
     #: the client's capabilities the layout was decided from
     capabilities: Capabilities
@@ -107,7 +114,13 @@ def choose(
             f"objects over {format_size(caps.max_single_put or 0)} need a multipart "
             f"upload on {client}: probe them one at a time (count=1)"
         )
-    if workload.count > 1 or (streams == 1 and not too_big):
+    stage = workload.count == 1 and stage_above is not None and size >= stage_above
+    # one request that streams its body from, or lands its bytes in, a staging file
+    whole = stage and (caps.sends_from_file if operation == "upload" else caps.lands_in_file)
+    # a client that holds one request's body in memory sends a staged object in parts
+    sequential = stage and streams == 1 and not whole and operation == "upload"
+    sequential = sequential and caps.splits_uploads
+    if workload.count > 1 or (streams == 1 and not too_big and not sequential):
         effective = min(streams, workload.count)
         notices: tuple[Notice, ...] = ()
         if effective < streams:
@@ -119,12 +132,15 @@ def choose(
                     fix="use at least as many objects as streams",
                 ),
             )
+        strategy = f"objects: one request per object, {effective} at a time"
+        if whole:
+            strategy = "one object in one request, through a staged local file"
         return Layout(
             split=False,
             part_size=size,
             effective_streams=effective,
-            staged=False,
-            strategy=f"objects: one request per object, {effective} at a time",
+            staged=whole,
+            strategy=strategy,
             notices=notices,
             operation=operation,
             capabilities=caps,
@@ -142,15 +158,18 @@ def choose(
             split=False,
             part_size=size,
             effective_streams=1,
-            staged=False,
-            strategy=f"one object in one request ({operation} cannot be split)",
+            staged=whole,
+            strategy=f"one object in one request ({operation} cannot be split)"
+            + (" (through a staged local file)" if whole else ""),
             notices=(note,),
             operation=operation,
             capabilities=caps,
         )
     if part_size is None:
-        part_size = max(caps.min_part_size, math.ceil(size / (4 * streams) / MiB) * MiB)
-        part_size = max(part_size, math.ceil(size / MAX_PARTS))
+        part_size = math.ceil(size / (4 * streams) / MiB) * MiB
+        if streams == 1:  # one part in flight: keep it small
+            part_size = min(part_size, SEQUENTIAL_PART)
+        part_size = max(caps.min_part_size, part_size, math.ceil(size / MAX_PARTS))
     elif part_size < caps.min_part_size:
         raise ConfigurationError(
             f"part_size {format_size(part_size)} is below the minimum of "
@@ -170,7 +189,9 @@ def choose(
         )
     staged = parts > 1 and stage_above is not None and size >= stage_above
     strategy = f"one object in {parts} parts of {format_size(part_size)}, {effective} at a time"
-    if staged:
+    if sequential:
+        strategy += f" (staged through a local file; {client} sends one request only from memory)"
+    elif staged:
         strategy += " (staged through a local file)"
     return Layout(
         split=parts > 1,

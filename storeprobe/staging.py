@@ -1,21 +1,29 @@
 """Staging: one large object's bytes in a local file, so memory holds only what is in flight.
 
-A split transfer of one object of at least ``Probe.stage_above`` bytes (1 GiB by default)
-does not keep the object in memory:
+An object of at least ``Probe.stage_above`` bytes (1 GiB by default), probed alone
+(``count=1``), is not held in memory, whatever the stream count:
 
 - **upload**: before the timed window the payload is written, 1 MiB at a time, to a
-  staging file in the temporary directory (``TMPDIR``); the parts sent inside the window
-  are views of that file's pages, which the kernel keeps in its page cache;
-- **download**: the ranges land in a staging file of the object's size (its pages
-  allocated before the window), and verification reads it back afterwards, 1 MiB at a
-  time.
+  staging file in the temporary directory (``TMPDIR``) and fsynced, so its pages sit
+  clean in the kernel's page cache and no write-back of them overlaps the window. A split
+  upload sends views of that file's pages as parts; a single-request upload hands the
+  client the file (:class:`~storeprobe.request.StagedFile`), which it reads as it sends,
+  :data:`CHUNK` at a time (clients that can only send a body held in memory, such as
+  obstore, split the object into parts sent one at a time instead);
+- **download**: a staging file of the object's size is written with zeros and fsynced
+  before the window (its pages allocated); a split download's ranges land in views of
+  it, a single-request download is written into it as the bytes arrive
+  (:meth:`Staging.write`), and verification reads it back afterwards, 1 MiB at a time.
 
 Once a part or range is done, its pages are unmapped from the process
 (``madvise(MADV_DONTNEED)``; the file keeps the data), so the probe's resident memory
 stays near the bytes in flight. What the window then includes besides the transfer:
-mapping page-cache pages into the process, and for clients that do not read into a
-given buffer (obstore, sshfs, gcsfs...) or do not take a view as a body (s3fs), one
-memory copy of each part. The Result's ``strategy`` says when an object was staged.
+reading the staged file from the page cache (or mapping its pages), and writing what
+arrives into it: one memory copy of each byte more than a transfer held in memory
+(``docs/benchmarks.md``, "Memory", measures what that costs). Where the page cache
+cannot keep the file (less free memory than the object), reading it in the window
+reads the local disk: ``TMPDIR`` should then point at a fast disk. The Result's
+``strategy`` says when an object was staged.
 """
 
 from __future__ import annotations
@@ -31,8 +39,10 @@ from storeprobe.errors import ConfigurationError
 from storeprobe.units import MiB, format_size
 from storeprobe.workload import Workload
 
-__all__ = ["Staging"]
+__all__ = ["CHUNK", "Staging"]
 
+#: bytes a client moves between a staging file and the wire at a time
+CHUNK = 8 * MiB
 _CHUNK = MiB
 _PAGE = mmap.PAGESIZE
 
@@ -68,7 +78,8 @@ class Staging:
             stop = min(start + _CHUNK, workload.size)
             chunk = memoryview(buffer)[: stop - start]
             workload.fill(index, start, chunk)
-            staging._write(start, chunk)
+            staging.write(start, chunk)
+        os.fsync(staging.fd)  # clean pages: no write-back of them during the window
         return staging
 
     @classmethod
@@ -77,14 +88,21 @@ class Staging:
         staging = cls(size, directory)
         zeros = bytes(_CHUNK)
         for start in range(0, size, _CHUNK):
-            staging._write(start, memoryview(zeros)[: min(_CHUNK, size - start)])
+            staging.write(start, memoryview(zeros)[: min(_CHUNK, size - start)])
+        os.fsync(staging.fd)  # clean pages: no write-back of them during the window
         return staging
 
-    def _write(self, offset: int, data: memoryview) -> None:
-        while data:
-            written = os.pwrite(self.fd, data, offset)
-            data = data[written:]
+    def write(self, offset: int, data: bytes | bytearray | memoryview) -> int:
+        """Write ``data`` into the file at ``offset`` (through the page cache, not the
+        mapping); return its length. Bytes past the end grow the file (and are kept, so
+        a longer answer than was written is seen)."""
+        view = memoryview(data)
+        size = len(view)
+        while view:
+            written = os.pwrite(self.fd, view, offset)
+            view = view[written:]
             offset += written
+        return size
 
     def part(self, start: int, stop: int) -> memoryview:
         """Bytes ``[start, stop)`` of the file, as a view of its mapping."""

@@ -49,8 +49,9 @@ __all__ = [
 
 #: how a backend maps one of its errors: storeprobe's error class and what to do
 Classified = tuple[type[TargetError], str]
-#: where a read lands: a buffer the probe prepared before the window (or None)
-Landing = bytearray | memoryview | None
+#: where a read lands: a buffer the probe prepared before the window, a staging file the
+#: client writes a whole object into as it arrives (see storeprobe.staging), or None
+Landing = bytearray | memoryview | Staging | None
 
 
 @frozen(kw_only=True)
@@ -82,6 +83,12 @@ class Capabilities:
     #: whether the storage takes conditional (create-only) writes is checked before the
     #: first window (:meth:`Backend.writer`): some S3 providers refuse If-None-Match
     checks_conditional_writes: bool = False
+    #: one request's body can be a staged file (:class:`~storeprobe.request.StagedFile`)
+    #: that the client reads as it sends, so a whole-object upload is never held in memory
+    sends_from_file: bool = False
+    #: a whole-object read can land in a :class:`~storeprobe.staging.Staging` file, written
+    #: as the bytes arrive, so a whole-object download is never held in memory
+    lands_in_file: bool = False
 
 
 @frozen(kw_only=True)

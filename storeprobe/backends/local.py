@@ -5,6 +5,12 @@ An upload counts until the data is on disk: each object is written with
 files are evicted from the page cache with ``posix_fadvise(POSIX_FADV_DONTNEED)``.
 Reads fill the buffer the probe prepared before the window. One object's upload is
 split as create (open, size) → parts (``pwrite`` at their offsets) → complete (fsync).
+
+A staged object (see :mod:`storeprobe.staging`) moves through one reused buffer of
+``staging.CHUNK`` bytes, allocated and its pages touched before the window: a
+single-request upload reads the staging file (from the page cache) into it and writes
+it to the object; a single-request download reads the object into it and writes it into
+the staging file. Each byte is copied once more than when the object is held in memory.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ from collections.abc import Sequence
 
 from storeprobe.backends.base import Capabilities, Landing, SyncBackend, SyncBound, arrange
 from storeprobe.backends.fsspec import unsupported
-from storeprobe.request import Body, Kind, Outcome, Request, SyncJob
+from storeprobe.request import Body, Kind, Outcome, Request, StagedFile, SyncJob
+from storeprobe.staging import CHUNK, Staging
 from storeprobe.transfer import Clock
 
 __all__ = ["LocalBackend", "evict_from_page_cache"]
@@ -36,7 +43,7 @@ def _write_all(fd: int, view: memoryview, offset: int | None = None) -> None:
             offset += written
 
 
-def _read_whole(path: str, into: Landing, clock: Clock) -> Outcome:
+def _read_whole(path: str, into: bytearray | memoryview | None, clock: Clock) -> Outcome:
     with open(path, "rb", buffering=0) as handle:
         if into is None:
             head = handle.read(_HEAD)
@@ -59,7 +66,43 @@ def _read_whole(path: str, into: Landing, clock: Clock) -> Outcome:
     return Outcome(received=filled, first_byte_ns=first_byte, data=view[:filled])
 
 
-def _read_range(path: str, start: int, stop: int, into: Landing) -> Outcome:
+def _chunk_buffer() -> memoryview:
+    """A buffer of ``CHUNK`` bytes with its pages touched (made before the window)."""
+    buffer = bytearray(CHUNK)
+    buffer[::4096] = bytes(len(range(0, CHUNK, 4096)))
+    return memoryview(buffer)
+
+
+def _put_staged(path: str, staged: StagedFile, buffer: memoryview) -> Outcome:
+    """Write the staged file to ``path`` (create-only, fsynced), one buffer at a time."""
+    source = os.open(staged.path, os.O_RDONLY)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            sent = 0
+            while got := os.preadv(source, [buffer], sent):
+                _write_all(fd, buffer[:got])
+                sent += got
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    finally:
+        os.close(source)
+    return Outcome(sent=sent)
+
+
+def _read_staged(path: str, staging: Staging, buffer: memoryview, clock: Clock) -> Outcome:
+    """Read ``path`` whole into the staging file, one buffer at a time."""
+    with open(path, "rb", buffering=0) as handle:
+        received = handle.readinto(buffer[:_HEAD]) or 0
+        first_byte = clock()
+        staging.write(0, buffer[:received])
+        while got := handle.readinto(buffer):
+            received += staging.write(received, buffer[:got])
+    return Outcome(received=received, first_byte_ns=first_byte)
+
+
+def _read_range(path: str, start: int, stop: int, into: bytearray | memoryview | None) -> Outcome:
     view = memoryview(into if into is not None else bytearray(stop - start))
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -79,7 +122,9 @@ class LocalBackend(SyncBackend):
 
     name = "local"
     protocols = ("file", "local")
-    capabilities = Capabilities(splits_uploads=True, reads_into=True)
+    capabilities = Capabilities(
+        splits_uploads=True, reads_into=True, sends_from_file=True, lands_in_file=True
+    )
 
     def make_prefix(self, prefix: str) -> None:
         os.mkdir(prefix)
@@ -102,6 +147,9 @@ class LocalBackend(SyncBackend):
     def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
         path = request.key
         kind = request.kind
+        if kind is Kind.PUT and isinstance(body, StagedFile):
+            staged, buffer = body, _chunk_buffer()
+            return SyncJob(kind, lambda: _put_staged(path, staged, buffer))
         if kind is Kind.PUT:
             view = _buffer(body)
 
@@ -116,10 +164,14 @@ class LocalBackend(SyncBackend):
 
             return SyncJob(kind, put)
         if kind is Kind.GET:
+            if isinstance(into, Staging):
+                staging, buffer = into, _chunk_buffer()
+                return SyncJob(kind, lambda: _read_staged(path, staging, buffer, clock))
             start, stop = request.start, request.stop
+            buffer_into = into
             if start is not None and stop is not None:
-                return SyncJob(kind, lambda: _read_range(path, start, stop, into))
-            return SyncJob(kind, lambda: _read_whole(path, into, clock))
+                return SyncJob(kind, lambda: _read_range(path, start, stop, buffer_into))
+            return SyncJob(kind, lambda: _read_whole(path, buffer_into, clock))
         if kind is Kind.HEAD:
             return SyncJob(kind, lambda: Outcome(size=os.stat(path).st_size))
         if kind is Kind.LIST:

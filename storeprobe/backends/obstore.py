@@ -11,6 +11,12 @@ obstore refuses a ranged GET answered with ``200 OK`` (``rclone serve s3`` sends
 right bytes with 200 and a Content-Range). :meth:`ObstoreBackend.range_reader` checks
 once, untimed, and names the backend that reads ranges: this one, or s3fs for the same
 storage when ``range_fallback`` can build it.
+
+obstore sends a single PUT's body only from memory (``use_multipart=False`` reads the
+whole input first), so a staged object is uploaded through its multipart upload, parts
+read from the staged file (one at a time at one stream; see :mod:`storeprobe.planning`).
+A staged object's single GET is streamed: each chunk of ``staging.CHUNK`` bytes is written
+into the staging file as it arrives, and dropped.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from storeprobe.backends.base import (
 from storeprobe.backends.fsspec import unsupported
 from storeprobe.errors import TargetNotFoundError, TargetPermissionError
 from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request, StagedFile
+from storeprobe.staging import CHUNK, Staging
 from storeprobe.transfer import Clock
 from storeprobe.units import GiB, MiB
 
@@ -59,6 +66,7 @@ class ObstoreBackend(AsyncBackend):
         min_part_size=5 * MiB,
         max_single_put=5 * GiB,
         confirms_size=True,
+        lands_in_file=True,
     )
 
     def __init__(
@@ -167,6 +175,18 @@ class ObstoreBackend(AsyncBackend):
                 return Outcome(received=len(data), data=data)
 
             return AsyncJob(kind, get_range)
+        if kind is Kind.GET and isinstance(into, Staging):
+            staging = into
+
+            async def get_staged() -> Outcome:
+                response = await store.get_async(key)
+                first_byte = clock()
+                received = 0
+                async for chunk in response.stream(min_chunk_size=CHUNK):
+                    received += staging.write(received, chunk)
+                return Outcome(received=received, first_byte_ns=first_byte)
+
+            return AsyncJob(kind, get_staged)
         if kind is Kind.GET:
 
             async def get() -> Outcome:

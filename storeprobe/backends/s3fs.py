@@ -7,6 +7,11 @@ up to ``max_concurrency`` ranged GETs; storeprobe calls botocore's operations th
 storage refuses conditional writes (see :class:`NoConditionalWrites`). Reads stream
 the response body into the buffer prepared before the window. Retries botocore makes
 by itself are counted through its ``needs-retry`` event.
+
+A staged object (see :mod:`storeprobe.staging`) is never held whole: its single PUT
+sends the staged file, opened before the window, as the body (aiohttp reads it as it
+sends; over plain HTTP botocore also reads it once to sign the payload), and its single
+GET writes each chunk of the response into the staging file as it arrives.
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ from storeprobe.backends.base import (
 )
 from storeprobe.backends.fsspec import unsupported
 from storeprobe.errors import TargetNotFoundError, TargetPermissionError
-from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request
+from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request, StagedFile
+from storeprobe.staging import Staging
 from storeprobe.transfer import Clock
 from storeprobe.units import GiB, MiB
 from storeprobe.workload import filled_buffer
@@ -69,6 +75,8 @@ def _length(body: Body | None) -> int:
             return view.nbytes
     if isinstance(body, bytes | bytearray | memoryview):
         return len(body)
+    if isinstance(body, StagedFile):
+        return body.size
     raise TypeError(f"s3fs sends bytes or BytesIO, not {type(body).__name__}")
 
 
@@ -82,6 +90,8 @@ class S3Backend(AsyncBackend):
         splits_uploads=True,
         reads_into=True,
         checks_conditional_writes=True,
+        sends_from_file=True,
+        lands_in_file=True,
         min_part_size=5 * MiB,
         max_single_put=5 * GiB,
         confirms_size=True,
@@ -170,6 +180,11 @@ class S3Backend(AsyncBackend):
                 if into is None:
                     data = await body.read()
                     return Outcome(received=len(data), first_byte_ns=first_byte, data=data)
+                if isinstance(into, Staging):
+                    received = 0
+                    while chunk := await body.read(_CHUNK):
+                        received += into.write(received, chunk)
+                    return Outcome(received=received, first_byte_ns=first_byte)
                 view = memoryview(into)
                 filled = 0
                 while chunk := await body.read(_CHUNK):
@@ -185,10 +200,34 @@ class S3Backend(AsyncBackend):
 
         return AsyncJob(Kind.GET, get)
 
+    def _put_staged(self, bucket: str, key: str, staged: StagedFile) -> AsyncJob:
+        """One PUT whose body is the staged file, opened here (before the window)."""
+        fs = self.fs
+        condition = {"IfNoneMatch": "*"} if self.conditional else {}
+        handle = open(staged.path, "rb")  # noqa: SIM115 - closed when the put ends
+
+        async def put() -> Outcome:
+            try:
+                await fs._call_s3(
+                    "put_object",
+                    Bucket=bucket,
+                    Key=key,
+                    Body=handle,
+                    ContentLength=staged.size,
+                    **condition,
+                )
+            finally:
+                handle.close()
+            return Outcome(sent=staged.size)
+
+        return AsyncJob(Kind.PUT, put)
+
     def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
         fs = self.fs
         bucket, key, _ = fs.split_path(request.key)
         kind = request.kind
+        if kind is Kind.PUT and isinstance(body, StagedFile):
+            return self._put_staged(bucket, key, body)
         if kind is Kind.PUT:
             size = _length(body)
             condition = {"IfNoneMatch": "*"} if self.conditional else {}
