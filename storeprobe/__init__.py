@@ -11,6 +11,7 @@ from __future__ import annotations
 from storeprobe._version import __version__
 from storeprobe.comparison import Report, compare_results
 from storeprobe.dataset import Image, Sizes, Tree
+from storeprobe.distributed import Distributed
 from storeprobe.environment import Environment
 from storeprobe.errors import (
     ConfigurationError,
@@ -26,7 +27,15 @@ from storeprobe.errors import (
 )
 from storeprobe.notices import Code, Notice
 from storeprobe.probe import Probe
-from storeprobe.result import SCHEMA_VERSION, Result, Sample, dump_results, load_results
+from storeprobe.result import (
+    SCHEMA_VERSION,
+    Fleet,
+    Member,
+    Result,
+    Sample,
+    dump_results,
+    load_results,
+)
 from storeprobe.resultset import ResultSet, Saturation
 from storeprobe.step import Step
 from storeprobe.target import Target
@@ -38,8 +47,11 @@ __all__ = [
     "SCHEMA_VERSION",
     "Code",
     "ConfigurationError",
+    "Distributed",
     "Environment",
+    "Fleet",
     "Image",
+    "Member",
     "MissingDependencyError",
     "Notice",
     "Probe",

@@ -13,6 +13,7 @@ every option.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -28,6 +29,7 @@ from storeprobe import render
 from storeprobe._version import __version__
 from storeprobe.cli_backup import add_backup_command, run_backup
 from storeprobe.cli_compare import add_compare_command, run_compare
+from storeprobe.distributed import cluster
 from storeprobe.environment import check_label
 from storeprobe.errors import ConfigurationError, ResultFormatError, StoreProbeError
 from storeprobe.probe import MAX_STREAMS, Probe
@@ -163,6 +165,25 @@ def _parser() -> argparse.ArgumentParser:
         "so memory holds only the parts in flight",
     )
     run.add_argument("--no-verify", action="store_true", help="skip checking downloaded bytes")
+    run.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="run each probe on N Dask workers at once (a LocalCluster of N processes, or "
+        "the first N workers of --scheduler); --streams is per worker; needs "
+        "storeprobe[distributed]",
+    )
+    run.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run each probe on every worker (or --workers N of them) of this Dask "
+        "scheduler, e.g. tcp://10.0.0.1:8786",
+    )
+    run.add_argument(
+        "--per-worker",
+        action="store_true",
+        help="with --workers or --scheduler, also print each worker's own figure",
+    )
     _probe_options(run)
 
     report = commands.add_parser(
@@ -320,6 +341,11 @@ def _run(args: argparse.Namespace) -> int:
         urls = [temporary]
         print(f"probing a temporary directory on the local disk: {temporary}", file=sys.stderr)
     results: list[Result] = []
+    fleet = args.workers is not None or args.scheduler is not None
+    if args.workers is not None and args.workers < 1:
+        raise ConfigurationError(f"--workers must be at least 1, not {args.workers}")
+    if fleet:
+        bars = None  # workers draw no progress: each runs in its own process
     try:
         probes = [
             Probe.from_url(
@@ -336,16 +362,22 @@ def _run(args: argparse.Namespace) -> int:
             for url in urls
             for streams in args.streams
         ]
-        for probe in probes:
-            for workload in workloads:
-                for operation in ("upload", "download"):
-                    if bars is not None:
-                        bars.start(f"{operation} {workload.label} ({probe.target.url})")
-                    result = probe.measure(operation, workload)
-                    results.append(result)
-                    if bars is not None:
-                        bars.close()
-                    print(f"  {render.result_line(result, args.unit)}", file=sys.stderr)
+        with contextlib.ExitStack() as stack:
+            client = stack.enter_context(cluster(args.workers, args.scheduler)) if fleet else None
+            for probe in probes:
+                for workload in workloads:
+                    for operation in ("upload", "download"):
+                        if bars is not None:
+                            bars.start(f"{operation} {workload.label} ({probe.target.url})")
+                        if client is not None:
+                            many = probe.distributed(args.workers, client=client)
+                            result = many.measure(operation, workload)
+                        else:
+                            result = probe.measure(operation, workload)
+                        results.append(result)
+                        if bars is not None:
+                            bars.close()
+                        print(f"  {render.result_line(result, args.unit)}", file=sys.stderr)
     finally:
         if bars is not None:
             bars.close()
@@ -353,6 +385,17 @@ def _run(args: argparse.Namespace) -> int:
             shutil.rmtree(temporary, ignore_errors=True)
     collected = ResultSet(results)
     print(render.render_tables([render.results_table(results, args.unit)]))
+    if args.per_worker:
+        members = [
+            member.result
+            for result in results
+            if result.fleet is not None
+            for member in result.fleet.members
+            if member.result is not None
+        ]
+        if members:
+            print("\neach worker (its own window, its own clock):")
+            print(render.render_tables([render.results_table(members, args.unit)]))
     _print_notices(collected)
     if args.json is not None:
         collected.save(args.json)

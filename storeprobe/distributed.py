@@ -55,6 +55,7 @@ __all__ = [
     "Spec",
     "Window",
     "aggregate",
+    "cluster",
     "estimate_offset",
 ]
 
@@ -165,6 +166,8 @@ class _Report:
     result: Result
     windows: dict[int, tuple[int, int]]
     abandoned: frozenset[int]
+    #: the worker's whole run, from opening the target to its cleanup (ns)
+    busy_ns: int
 
 
 class _Barrier:
@@ -210,6 +213,7 @@ def _clock_reading() -> int:
 
 def _work(spec: Spec, recipe: Recipe, index: int, offset_ns: int, run: str) -> _Report:
     """One worker's probe (runs on the worker)."""
+    began = time.perf_counter_ns()
     target = recipe.open()
     gate = _Barrier(run, index, offset_ns, spec.timeout)
     seed = ((spec.workload.seed or 0) + 1_000_003 * (index + 1)) % 2**63
@@ -228,7 +232,8 @@ def _work(spec: Spec, recipe: Recipe, index: int, offset_ns: int, run: str) -> _
         callback=None,
         gate=gate,
     ).run()
-    return _Report(result, dict(gate.windows), frozenset(gate.abandoned))
+    busy = time.perf_counter_ns() - began
+    return _Report(result, dict(gate.windows), frozenset(gate.abandoned), busy)
 
 
 def _addresses(dask_scheduler: Any) -> list[str]:
@@ -335,25 +340,36 @@ class Distributed:
 
     @contextlib.contextmanager
     def _session(self) -> Iterator[Client]:
-        dask = _import_dask()
         if self.client is not None:
             yield self.client
             return
-        if self.scheduler is not None:
-            with dask.Client(self.scheduler) as client:
-                yield client
-            return
-        with (
-            dask.LocalCluster(
-                n_workers=self.workers,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-                host="127.0.0.1",
-            ) as cluster,
-            dask.Client(cluster) as client,
-        ):
+        with cluster(self.workers, self.scheduler) as client:
             yield client
+
+
+@contextlib.contextmanager
+def cluster(workers: int | None = None, scheduler: str | None = None) -> Iterator[Client]:
+    """A Dask client for distributed probes, closed on exit: connected to ``scheduler``
+    (an address such as ``tcp://10.0.0.1:8786``), or to a new LocalCluster of
+    ``workers`` process workers with one thread each on 127.0.0.1 (closed with it)."""
+    dask = _import_dask()
+    if scheduler is not None:
+        with dask.Client(scheduler) as client:
+            yield client
+        return
+    if workers is None:
+        raise ConfigurationError("say how many workers the LocalCluster starts, or a scheduler")
+    with (
+        dask.LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",  # a free port: never clash with another cluster
+            host="127.0.0.1",
+        ) as local,
+        dask.Client(local) as client,
+    ):
+        yield client
 
 
 def _import_dask() -> Any:
@@ -645,7 +661,9 @@ class _Coordinator:
             members=members,
             streams_per_worker=spec.streams,
             start_spread_ns=tuple(spreads),
-            coordinator_ns=self.clock() - began,
+            coordinator_ns=self.clock()
+            - began
+            - max((r.busy_ns for r in reports if r is not None), default=0),
         )
         if samples:
             shortest = min(s.elapsed_ns for s in samples)

@@ -29,6 +29,7 @@ from fsspec.callbacks import Callback
 
 from storeprobe.backup import Chunking, Method, backup_restore
 from storeprobe.dataset import Image, Tree
+from storeprobe.distributed import Distributed
 from storeprobe.environment import check_label
 from storeprobe.errors import ConfigurationError
 from storeprobe.measurement import Measurement
@@ -266,6 +267,36 @@ class Probe:
                 verify=self.verify,
                 restore=restore,
             )
+        )
+
+    def distributed(
+        self,
+        workers: int | None = None,
+        *,
+        client: Any = None,
+        scheduler: str | None = None,
+    ) -> Distributed:
+        """This probe on many Dask workers at once: ``probe.distributed(workers=4)``
+        starts a LocalCluster of 4 process workers for each call; ``client=`` (a
+        ``distributed.Client``) or ``scheduler="tcp://host:8786"`` use an existing
+        cluster. Each worker runs this probe's settings with ``streams`` streams of its
+        own; the Result is the aggregate on one time base (see
+        :mod:`storeprobe.distributed`). Needs a probe made with :meth:`from_url`.
+        """
+        return Distributed(
+            target=self.target,
+            workers=workers,
+            client=client,
+            scheduler=scheduler,
+            streams=self.streams,
+            repeats=self.repeats,
+            verify=self.verify,
+            timeout=self.timeout,
+            part_size=self.part_size,
+            stage_above=self.stage_above,
+            label=self.label,
+            seed=self.seed,
+            clock=self.clock,
         )
 
     def measure(self, operation: Transfer, workload: Workload) -> Result:

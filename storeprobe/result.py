@@ -549,8 +549,9 @@ class Fleet:
     start) of the workers' windows for that repeat, every time moved onto the
     coordinator's clock with the worker's offset. ``start_spread_ns`` gives, per
     aggregate sample, the latest actual window start minus the earliest (ns);
-    ``coordinator_ns`` is the coordinator's own time for the whole probe (offset
-    measurements, barriers, collection; ns).
+    ``coordinator_ns`` is what the coordinator added to the probe: its wall time minus
+    the longest worker's own run (cluster lookup, clock offsets, barriers, results
+    brought back, cleanup of the run prefix; ns).
     """
 
     members: tuple[Member, ...] = field(converter=_members)

@@ -50,6 +50,7 @@ IMPORTED_DIRECTLY = {
     "backup",
     "comparison",
     "dataset",
+    "distributed",
     "metadata",
     "notices",
     "planning",
