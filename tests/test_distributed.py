@@ -207,3 +207,21 @@ def test_a_killed_worker_is_an_error_and_every_prefix_is_cleaned(
     assert result.fleet is not None
     assert result.fleet.members[1].result is None
     assert tree(s3_bucket_dir) == before
+
+
+def test_the_command_line_runs_a_probe_on_two_workers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from storeprobe.cli import main
+
+    saved = tmp_path / "fleet.json"
+    target = tmp_path / "target"
+    target.mkdir()
+    argv = ["run", str(target), "--workers", "2", "--workload", "4x64KiB", "--repeats", "1"]
+    assert main([*argv, "--per-worker", "--json", str(saved)]) == 0
+    out = capsys.readouterr().out
+    assert "2 workers × 4 × 64 KiB" in out
+    assert "each worker" in out
+    results = load_results(saved.read_text())
+    assert [r.fleet.workers for r in results if r.fleet is not None] == [2, 2]
+    assert list(target.iterdir()) == []

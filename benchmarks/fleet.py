@@ -1,4 +1,5 @@
-"""Many clients on Dask against one process: aggregate throughput, start spread, overhead.
+"""Many clients on Dask against one process (named fleet.py: a benchmarks/distributed.py
+would shadow the dask package when run as a script): aggregate throughput, start spread, overhead.
 
 Part 1 (the issue's figure): on a local S3 server (``rclone serve s3``, started here), a
 LocalCluster of 2 process workers × 4 streams against one process × 8 streams, large
@@ -10,7 +11,7 @@ throughput is bytes over the common window either way.
 Part 2: the start spread and the coordinator's overhead against the worker count
 (LocalClusters of 1, 2, 4 and 8 process workers) on the local disk, small objects.
 
-    python benchmarks/distributed.py [--size 256MiB] [--rounds 5] [--workers 1 2 4 8]
+    python benchmarks/fleet.py [--size 256MiB] [--rounds 5] [--workers 1 2 4 8]
 """
 
 from __future__ import annotations
