@@ -34,6 +34,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+import attrs
 import numpy as np
 from attrs import field, frozen
 
@@ -41,7 +42,8 @@ from storeprobe.errors import ConfigurationError, MissingDependencyError
 from storeprobe.execution import bounded, delete_names, open_run
 from storeprobe.measurement import Measurement
 from storeprobe.notices import Code, Notice
-from storeprobe.result import Fleet, Member, Result, Sample
+from storeprobe.result import OPERATIONS, Fleet, Member, Result, Sample
+from storeprobe.resultset import ResultSet
 from storeprobe.stats import stability_notices
 from storeprobe.target import Recipe, Target
 from storeprobe.transfer import Clock
@@ -314,6 +316,16 @@ class Distributed:
     def download_large(self) -> Result:
         """Download 1 × 256 MiB per worker."""
         return self.download(Workload.large())
+
+    def run(self, workloads: Sequence[Workload] | None = None) -> ResultSet:
+        """Upload and download each workload (default: small, then large) on every
+        worker; one cluster session for all of them."""
+        chosen = list(workloads) if workloads is not None else [Workload.small(), Workload.large()]
+        with self._session() as client:
+            fixed = attrs.evolve(self, client=client)
+            return ResultSet(
+                [fixed.measure(op, workload) for workload in chosen for op in OPERATIONS]
+            )
 
     def measure(self, operation: Literal["upload", "download"], workload: Workload) -> Result:
         """Run ``operation`` of ``workload`` on every worker at once; the aggregate Result,
