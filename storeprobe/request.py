@@ -59,10 +59,12 @@ class Payloads(Protocol):
 
 @frozen
 class StagedFile:
-    """A body that is a whole staged file, read by the client itself (see staging)."""
+    """A body that is bytes ``[start, start + size)`` of a staged file (the whole file by
+    default), read by the client itself as it sends (see staging)."""
 
     path: Path
     size: int
+    start: int = 0
 
 
 #: what a write sends, in the form its client takes best (made before the window)

@@ -8,17 +8,20 @@ storage refuses conditional writes (see :class:`NoConditionalWrites`). Reads str
 the response body into the buffer prepared before the window. Retries botocore makes
 by itself are counted through its ``needs-retry`` event.
 
-A staged object (see :mod:`storeprobe.staging`) is never held whole: its single PUT
-sends the staged file, opened before the window, as the body (aiohttp reads it as it
-sends; over plain HTTP botocore also reads it once to sign the payload), and its single
-GET writes each chunk of the response into the staging file as it arrives.
+A staged object (see :mod:`storeprobe.staging`) is never held whole: its single PUT,
+and each part of its multipart upload, sends its bytes of the staged file, opened before
+the window, as the body (aiohttp reads it 256 KiB at a time as it sends; over plain
+HTTP botocore also reads it once to sign the payload), and its single GET writes each
+chunk of the response into the staging file as it arrives.
 """
 
 from __future__ import annotations
 
 import errno
 import io
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import fsspec
@@ -67,6 +70,40 @@ def refuses_conditional_write(exc: BaseException) -> bool:
             return True
     text = str(exc)
     return "NotImplemented" in text or "501" in text.split(":", 1)[0]
+
+
+class _FileSlice(io.RawIOBase):
+    """Bytes ``[start, start + size)`` of a staged file as a seekable file (``pread``)."""
+
+    def __init__(self, staged: StagedFile) -> None:
+        super().__init__()
+        self._fd = os.open(staged.path, os.O_RDONLY)
+        self._start, self._size, self._position = staged.start, staged.size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")[: max(self._size - self._position, 0)]
+        got = os.preadv(self._fd, [view], self._start + self._position) if view else 0
+        self._position += got
+        return got
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
+        self._position = base + offset
+        return self._position
+
+    def tell(self) -> int:
+        return self._position
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._fd)
+        super().close()
 
 
 def _length(body: Body | None) -> int:
@@ -168,6 +205,10 @@ class S3Backend(AsyncBackend):
     def body(self, workload: Payloads, part: Part) -> Body:
         """A BytesIO filled in place: aiohttp streams it in chunks instead of one huge write."""
         return filled_buffer(part.size, lambda view: workload.fill(part.index, part.start, view))
+
+    def staged_body(self, staging: Staging, part: Part) -> Body:
+        """A part of a staged object: its bytes of the staging file, read as they are sent."""
+        return StagedFile(path=Path(staging.path), size=part.size, start=part.start)
 
     def _get(self, bucket: str, key: str, into: Landing, clock: Clock, **extra: Any) -> AsyncJob:
         fs = self.fs
@@ -312,15 +353,14 @@ class S3Backend(AsyncBackend):
             if request.kind is Kind.PUT_PART:
                 number = request.part_number or 1
                 size = _length(body)
-                part_body = body
+                # a staged part is read from the staging file as it is sent, opened here
+                part_body = _FileSlice(body) if isinstance(body, StagedFile) else body
 
                 async def part() -> Outcome:
-                    # a staged part is a view of the staging file: botocore takes bytes or
-                    # files, not views, so it is copied here (inside the window, and said so)
                     sent: Any = part_body
-                    if isinstance(sent, memoryview):
+                    if isinstance(sent, memoryview):  # botocore takes bytes or files
                         sent = io.BytesIO(sent)
-                    if isinstance(sent, io.BytesIO):
+                    if isinstance(sent, io.BytesIO | _FileSlice):
                         sent.seek(0)
                     response = await fs._call_s3(
                         "upload_part",
@@ -331,6 +371,8 @@ class S3Backend(AsyncBackend):
                         Body=sent,
                     )
                     etags[path][number] = response["ETag"]
+                    if isinstance(sent, _FileSlice):
+                        sent.close()
                     return Outcome(sent=size)
 
                 return AsyncJob(request.kind, part)
