@@ -66,7 +66,7 @@ SPREAD_WARNING = 0.05
 #: an offset uncertainty above this fraction of the window gets ``clock-uncertain``
 UNCERTAINTY_WARNING = 0.01
 #: how far ahead of the release the start instant is named, at least (ns)
-LEAD_NS = 50_000_000
+LEAD_NS = 100_000_000
 #: round trips per worker when measuring its clock offset
 OFFSET_ROUNDS = 9
 _POLL_S = 0.05
