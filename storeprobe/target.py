@@ -27,7 +27,7 @@ from fsspec.core import split_protocol, url_to_fs
 from fsspec.registry import known_implementations
 
 from storeprobe.backends import AsyncBackend, SyncBackend, backend_for
-from storeprobe.backends.s3 import S3_CLIENTS, open_obstore
+from storeprobe.backends.choice import choose_client
 from storeprobe.errors import (
     ConfigurationError,
     MissingDependencyError,
@@ -153,6 +153,9 @@ class Target:
     backend: AsyncBackend | SyncBackend = field(
         default=attrs.Factory(lambda self: backend_for(self.fs), takes_self=True), repr=False
     )
+    #: why this client measures, where ``from_url`` chose between two ("the default",
+    #: "client='adlfs' was asked", or the storage option obstore cannot take); else empty
+    client_reason: str = field(default="", kw_only=True)
     #: how to open this target again in another process (None: built from a filesystem
     #: instance, which cannot be rebuilt from a URL)
     recipe: Recipe | None = field(default=None, repr=False)
@@ -187,9 +190,17 @@ class Target:
         """Open ``url`` with fsspec (``url_to_fs``), caches off, errors made clear.
 
         ``storage_options`` are those of the fsspec implementation (s3fs's for ``s3://``).
-        For ``s3://``, ``client`` picks the S3 client: ``"obstore"`` (the faster client:
-        see the benchmarks page), ``"s3fs"``, or ``"auto"``: obstore when it is installed
-        and the options translate to it (see :mod:`storeprobe.backends.s3`), else s3fs.
+        ``client`` picks the client where a protocol has two
+        (:data:`storeprobe.backends.choice.CLIENTS`):
+
+        - ``s3://``: ``"obstore"``, ``"s3fs"``, or ``"auto"``: obstore when it is installed
+          and the options translate to it (see :mod:`storeprobe.backends.s3`), else s3fs;
+        - ``abfs://``, ``az://``: ``"obstore"``, ``"adlfs"``, or ``"auto"``: obstore when the
+          options translate (:mod:`storeprobe.backends.azure`), else adlfs;
+        - ``gs://``: ``"gcsfs"`` (also ``"auto"``) or ``"obstore"``
+          (:mod:`storeprobe.backends.gcs`).
+
+        :attr:`client_reason` says why that client measures.
 
         A missing fsspec implementation raises :class:`MissingDependencyError` naming the
         extra to install (``pip install 'storeprobe[s3]'``).
@@ -213,29 +224,19 @@ class Target:
                 f"unknown protocol {protocol!r} in {redact_url(url)!r}: use one fsspec knows, "
                 "such as file, memory, s3, gs, abfs or sftp"
             )
-        if client not in S3_CLIENTS:
-            raise ConfigurationError(
-                f"client must be one of {', '.join(S3_CLIENTS)}, not {client!r}"
+        chosen = choose_client(protocol, options, client)
+        if chosen.backend is not None:
+            return cls(
+                chosen.backend.fs,
+                url.split("://", 1)[1].rstrip("/"),
+                url=redact_url(url),
+                options=redact_options(options),
+                secrets=secret_list,
+                secret_source=chosen.secrets,
+                backend=chosen.backend,
+                client_reason=chosen.reason,
+                recipe=Recipe(url, dict(options), client),
             )
-        if client != "auto" and protocol not in ("s3", "s3a"):
-            raise ConfigurationError(
-                f"client={client!r} chooses an S3 client; {protocol}:// URLs have one "
-                "implementation: leave client at 'auto'"
-            )
-        if protocol in ("s3", "s3a") and client != "s3fs":
-            opened = open_obstore(options, required=client == "obstore")
-            if opened is not None:
-                backend, credentials = opened
-                return cls(
-                    backend.fs,
-                    url.split("://", 1)[1].rstrip("/"),
-                    url=redact_url(url),
-                    options=redact_options(options),
-                    secrets=secret_list,
-                    secret_source=None if credentials is None else lambda: credentials.secrets,
-                    backend=backend,
-                    recipe=Recipe(url, dict(options), client),
-                )
         kwargs = {"skip_instance_cache": True, **options}
         if protocol in _LISTING_CACHED:
             kwargs.setdefault("use_listings_cache", False)
@@ -273,6 +274,7 @@ class Target:
             options=redact_options(options),
             secrets=secret_list,
             recipe=Recipe(url, dict(options), client),
+            client_reason=chosen.reason,
         )
 
     @property

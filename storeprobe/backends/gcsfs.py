@@ -1,18 +1,44 @@
-"""gcsfs: one upload request per object, ranged GETs, create-only writes.
+"""gcsfs: one upload request per object, a parallel composite upload for one split
+object, ranged GETs, create-only writes.
 
-A resumable upload sends its chunks in order, so gcsfs cannot split one object's upload:
-such an upload is one request and the Result says so. Writes use ``mode="create"``
-(``ifGenerationMatch=0``); reads ask for one connection (``concurrency=1``).
+gcsfs sends a resumable upload's chunks in order, so it cannot split one object's upload
+by itself. storeprobe splits it the way ``gcloud storage`` does a *parallel composite
+upload*: each part is uploaded as a temporary object of its own (``<key>.part-NNNNN``,
+beside the object), N at once, then one ``compose`` request (at most 32 sources each;
+more parts are composed 32 at a time into the object) makes the object, and the
+temporary parts are deleted. The compose and the deletions are the plan's last step and
+are timed: an upload is not done while its parts remain. After a failure the parts are
+deleted untimed (the plan's abort).
+
+The object GCS makes is a *composite object*: it has a CRC32C but no MD5 hash, and in a
+bucket of a storage class with a minimum storage duration (Nearline, Coldline, Archive)
+its deleted parts are billed as early deletions. Parts may be of any size; storeprobe
+asks for at least 1 MiB.
+
+Writes use ``mode="create"`` (``ifGenerationMatch=0``, also on the compose); reads ask
+for one connection (``concurrency=1``).
 """
 
 from __future__ import annotations
 
-from storeprobe.backends.base import Capabilities, Landing, check_bucket
-from storeprobe.backends.fsspec import FsspecAsyncBackend
-from storeprobe.request import AsyncJob, Body, Kind, Outcome, Request
-from storeprobe.transfer import Clock
+import contextlib
+from collections.abc import Sequence
 
-__all__ = ["GCSBackend"]
+from storeprobe.backends.base import AsyncBound, Capabilities, Landing, arrange, check_bucket
+from storeprobe.backends.fsspec import FsspecAsyncBackend
+from storeprobe.request import AsyncCall, AsyncJob, Body, Kind, Outcome, Request
+from storeprobe.transfer import Clock
+from storeprobe.units import MiB
+
+__all__ = ["GCSBackend", "part_name"]
+
+#: most source objects one compose request takes (GCS's limit)
+COMPOSE_LIMIT = 32
+
+
+def part_name(key: str, number: int) -> str:
+    """The temporary object that holds part ``number`` of ``key`` until it is composed."""
+    return f"{key}.part-{number:05d}"
 
 
 class GCSBackend(FsspecAsyncBackend):
@@ -21,7 +47,7 @@ class GCSBackend(FsspecAsyncBackend):
     name = "gcsfs"
     protocols = ("gs", "gcs")
     extra = "gcs"
-    capabilities = Capabilities()
+    capabilities = Capabilities(splits_uploads=True, multipart_create=False, min_part_size=1 * MiB)
 
     def check_root(self, root: str) -> None:
         check_bucket(root, self.fs.info, "bucket", "gs://BUCKET[/PREFIX]")
@@ -42,3 +68,75 @@ class GCSBackend(FsspecAsyncBackend):
 
             return AsyncJob(Kind.GET, get)
         return super().job(request, body, into, clock)
+
+    def bind(
+        self,
+        phases: Sequence[Sequence[Request]],
+        bodies: Sequence[Body | None],
+        landings: Sequence[Landing],
+        clock: Clock,
+    ) -> AsyncBound:
+        """Jobs for ``phases``; a split upload is a parallel composite upload."""
+        requests = [request for phase in phases for request in phase]
+        if not any(r.kind is Kind.PUT_PART for r in requests):
+            return super().bind(phases, bodies, landings, clock)
+        parts: dict[str, list[str]] = {}
+        for request in requests:
+            if request.kind is Kind.PUT_PART:
+                name = part_name(request.key, request.part_number or 1)
+                parts.setdefault(request.key, []).append(name)
+
+        def step(request: Request, body: Body | None, into: Landing) -> AsyncJob:
+            if request.kind is Kind.PUT_PART:
+                named = Request(kind=Kind.PUT, key=part_name(request.key, request.part_number or 1))
+                put = self.job(named, body, into, clock)
+                return AsyncJob(Kind.PUT_PART, put.call)
+            if request.kind is Kind.COMPLETE_MULTIPART:
+                return AsyncJob(
+                    Kind.COMPLETE_MULTIPART, self._compose(request.key, parts[request.key])
+                )
+            return self.job(request, body, into, clock)
+
+        async def abort() -> None:
+            for name in (name for names in parts.values() for name in names):
+                with contextlib.suppress(FileNotFoundError):
+                    await self.fs._rm_file(name)
+
+        return AsyncBound(phases=arrange(phases, bodies, landings, step), abort=abort)
+
+    def _compose(self, key: str, names: list[str]) -> AsyncCall:
+        """The coroutine function that composes ``names`` into ``key``, then deletes them."""
+        fs = self.fs
+        bucket, target, _ = fs.split_path(key)
+        sources = [fs.split_path(name)[1] for name in names]
+        batches = [sources[:COMPOSE_LIMIT]]
+        rest = sources[COMPOSE_LIMIT:]
+        while rest:  # the object so far, then up to 31 more parts
+            batches.append([target, *rest[: COMPOSE_LIMIT - 1]])
+            rest = rest[COMPOSE_LIMIT - 1 :]
+
+        async def compose() -> Outcome:
+            for number, batch in enumerate(batches):
+                # create-only: the first compose must not replace an object; the later
+                # ones extend the object the first made
+                condition = {"ifGenerationMatch": 0} if number == 0 else {}
+                await fs._call(
+                    "POST",
+                    "b/{}/o/{}/compose",
+                    bucket,
+                    target,
+                    headers={"Content-Type": "application/json"},
+                    json={
+                        "kind": "storage#composeRequest",
+                        "sourceObjects": [{"name": source} for source in batch],
+                        "destination": {"name": target, "bucket": bucket},
+                    },
+                    **condition,
+                )
+            for name in names:
+                await fs._rm_file(name)
+            return Outcome(
+                wire=((Kind.COMPLETE_MULTIPART, len(batches)), (Kind.DELETE, len(names)))
+            )
+
+        return compose

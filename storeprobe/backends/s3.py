@@ -30,6 +30,7 @@ from fsspec.core import url_to_fs
 
 from storeprobe.backends.base import AsyncBackend
 from storeprobe.backends.obstore import ObstoreBackend
+from storeprobe.backends.obstore_stores import open_store
 from storeprobe.backends.s3fs import S3Backend
 from storeprobe.errors import ConfigurationError, MissingDependencyError
 
@@ -156,22 +157,8 @@ def open_obstore(
                 "use client='s3fs' or pass key, secret and an endpoint_url or region_name"
             )
         return None
-    from obstore.fsspec import FsspecStore
-
-    client_options: dict[str, Any] = {"timeout": "86400s"}  # the probe's timeout governs
-    if str(config.get("endpoint", "")).startswith("http://"):
-        client_options["allow_http"] = True
     extra: dict[str, Any] = {} if provider is None else {"credential_provider": provider}
-    store_class: Any = FsspecStore  # its overloads do not know fsspec's instance-cache switch
-    fs = store_class(
-        "s3",
-        config=config,
-        client_options=client_options,
-        # as botocore's default: 4 retries; obstore alone would retry 10 times for 3 minutes
-        retry_config={"max_retries": 4, "retry_timeout": dt.timedelta(seconds=60)},
-        skip_instance_cache=True,
-        **extra,
-    )
+    fs = open_store("s3", config, **extra)
     fallback: Callable[[], AsyncBackend] | None = None
     if importlib.util.find_spec("s3fs") is not None:
         fallback = functools.partial(s3fs_backend, dict(options))

@@ -1,0 +1,88 @@
+"""Which client measures a URL whose protocol has two: ``s3://``, ``gs://``, Azure Blob.
+
+One table, :data:`CLIENTS`, says which clients each protocol can be measured through;
+:func:`choose_client` picks one from ``client=`` and the storage options, and says why.
+Each protocol's own choice and options translation is in its module:
+:mod:`.s3` (obstore or s3fs), :mod:`.gcs` (gcsfs or obstore), :mod:`.azure` (obstore or
+adlfs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from attrs import frozen
+
+from storeprobe.backends.azure import AZURE_CLIENTS, choose_azure
+from storeprobe.backends.gcs import GCS_CLIENTS, choose_gcs
+from storeprobe.backends.obstore import ObstoreBackend
+from storeprobe.backends.s3 import S3_CLIENTS, open_obstore
+from storeprobe.errors import ConfigurationError
+
+__all__ = ["CLIENTS", "Chosen", "choose_client"]
+
+#: The clients a URL of each protocol can be measured through (``client=``); a protocol
+#: not listed has one, and takes only ``client="auto"``.
+CLIENTS: dict[str, tuple[str, ...]] = {
+    "s3": S3_CLIENTS,
+    "s3a": S3_CLIENTS,
+    "gs": GCS_CLIENTS,
+    "gcs": GCS_CLIENTS,
+    "abfs": AZURE_CLIENTS,
+    "abfss": AZURE_CLIENTS,
+    "az": AZURE_CLIENTS,
+}
+_AZURE = frozenset({"abfs", "abfss", "az"})
+
+
+@frozen(kw_only=True)
+class Chosen:
+    """The client picked for a URL: an obstore backend, or None for the protocol's fsspec
+    implementation; why (it reads after "measured through CLIENT: "); and, for S3
+    credentials botocore resolves later, where their secret values can be read."""
+
+    backend: ObstoreBackend | None
+    reason: str
+    secrets: Callable[[], tuple[str, ...]] | None = None
+
+
+def choose_client(protocol: str, options: Mapping[str, Any], client: str) -> Chosen:
+    """The client for a ``protocol://`` URL with these storage ``options`` (see the
+    module docstring); a clear :class:`ConfigurationError` for a client the protocol
+    has not, or options the asked client cannot take."""
+    choices = CLIENTS.get(protocol)
+    if choices is None:
+        if client == "auto":
+            return Chosen(backend=None, reason="")
+        if any(client in names for names in CLIENTS.values()):
+            raise ConfigurationError(
+                f"client={client!r} chooses between the clients of s3://, gs:// and Azure "
+                f"URLs; {protocol}:// URLs have one implementation: leave client at 'auto'"
+            )
+        choices = S3_CLIENTS
+    if client not in choices:
+        raise ConfigurationError(
+            f"client must be one of {', '.join(choices)}"
+            f"{'' if choices is S3_CLIENTS else f' for {protocol}://'}, not {client!r}"
+        )
+    if protocol in _AZURE:
+        azure, reason = choose_azure(protocol, options, client)
+        return Chosen(backend=azure, reason=reason)
+    if protocol in ("gs", "gcs"):
+        gcs, reason = choose_gcs(options, client)
+        return Chosen(backend=gcs, reason=reason)
+    if client == "s3fs":
+        return Chosen(backend=None, reason="client='s3fs' was asked")
+    opened = open_obstore(options, required=client == "obstore")
+    if opened is None:
+        return Chosen(
+            backend=None,
+            reason="the options do not translate to obstore (see storeprobe.backends.s3)",
+        )
+    backend, credentials = opened
+    return Chosen(
+        backend=backend,
+        reason="client='obstore' was asked" if client == "obstore" else "the default",
+        secrets=None if credentials is None else lambda: credentials.secrets,
+    )

@@ -1,0 +1,249 @@
+"""The client choice for URLs with two clients (``s3://``, ``gs://``, Azure Blob), the
+translation of gcsfs and adlfs options to obstore's stores, and the transfers that only
+one storage here can show: GCS's parallel composite upload through gcsfs (on
+gcp-storage-emulator), cleaned up after success and after a failure.
+
+The matrix in ``test_backends.py`` runs every client through uploads and downloads.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import pytest
+
+from storeprobe import ConfigurationError, Probe, Workload
+from storeprobe.backends.azure import translate_adlfs
+from storeprobe.backends.choice import CLIENTS, choose_client
+from storeprobe.backends.gcs import translate_gcsfs
+from storeprobe.backends.obstore_stores import ObstoreAzureBackend, ObstoreGCSBackend
+from storeprobe.target import Target
+from tests.conftest import gcs_options
+from tests.http_proxy import CountingProxy
+from tests.servers import AZURE_KEY, Server, azure_connection_string
+
+AZURITE = azure_connection_string(10000)
+ONE = Workload(count=1, size="6MiB")
+
+
+# --- Azure: adlfs options → obstore's Azure store --------------------------------------
+def test_azure_connection_string_translates() -> None:
+    config, reason = translate_adlfs({"connection_string": AZURITE})
+    assert reason is None
+    assert config == {
+        "account_name": "devstoreaccount1",
+        "account_key": AZURE_KEY,
+        "endpoint": "http://127.0.0.1:10000/devstoreaccount1",
+    }
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (
+            {
+                "connection_string": "AccountName=acct;AccountKey=k;"
+                "EndpointSuffix=core.chinacloudapi.cn"
+            },
+            {
+                "account_name": "acct",
+                "account_key": "k",
+                "endpoint": "https://acct.blob.core.chinacloudapi.cn",
+            },
+        ),
+        (
+            {"connection_string": "UseDevelopmentStorage=true"},
+            {"use_emulator": True, "endpoint": "http://127.0.0.1:10000/devstoreaccount1"},
+        ),
+        (
+            {"account_name": "acct", "sas_token": "?sv=1&sig=x"},
+            {"account_name": "acct", "sas_key": "sv=1&sig=x"},
+        ),
+        ({"account_name": "acct", "anon": True}, {"account_name": "acct", "skip_signature": True}),
+        (
+            {"account_name": "a", "tenant_id": "t", "client_id": "c", "client_secret": "s"},
+            {"account_name": "a", "tenant_id": "t", "client_id": "c", "client_secret": "s"},
+        ),
+        (
+            {"account_name": "a", "account_key": "k", "account_host": "a.blob.example.net"},
+            {"account_name": "a", "account_key": "k", "endpoint": "https://a.blob.example.net"},
+        ),
+    ],
+    ids=["suffix", "development-storage", "sas", "anon", "service-principal", "account-host"],
+)
+def test_azure_options_translate(options: dict[str, Any], expected: dict[str, Any]) -> None:
+    assert translate_adlfs({**options, "skip_instance_cache": True}) == (expected, None)
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"account_name": "a", "account_key": "k", "credential": object()}, "'credential'"),
+        ({"account_name": "a", "account_key": "k", "version_aware": True}, "'version_aware'"),
+        ({"account_name": "a"}, "DefaultAzureCredential"),
+        ({"account_key": "k"}, "no account_name"),
+        ({"connection_string": "AccountName=a;AccountKey=k;Bogus=1"}, "'bogus'"),
+    ],
+)
+def test_azure_options_obstore_lacks_keep_adlfs(options: dict[str, Any], named: str) -> None:
+    config, reason = translate_adlfs(options)
+    assert config == {}
+    assert reason is not None
+    assert named in reason
+    chosen = choose_client("abfs", options, "auto")
+    assert chosen.backend is None  # adlfs
+    assert named in chosen.reason
+    with pytest.raises(ConfigurationError, match="client='adlfs'"):
+        choose_client("abfs", options, "obstore")
+
+
+def test_azure_default_is_obstore_and_adlfs_can_be_asked() -> None:
+    options = {"connection_string": AZURITE}
+    target = Target.from_url("abfs://bench/x", options)
+    assert isinstance(target.backend, ObstoreAzureBackend)
+    assert (target.client, target.client_reason) == ("obstore", "the default")
+    assert target.protocol == "abfs"
+    assert target.root == "bench/x"
+    forced = Target.from_url("az://bench/x", options, client="adlfs")
+    assert (forced.client, forced.client_reason) == ("adlfs", "client='adlfs' was asked")
+    assert AZURE_KEY not in repr(target.options) + repr(forced.options)
+
+
+# --- GCS: gcsfs options → obstore's GCS store ------------------------------------------
+def test_gcs_options_translate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
+    key_file = tmp_path / "key.json"
+    key_file.write_text("{}")
+    service = {"type": "service_account", "client_email": "x@y", "private_key": "k"}
+    assert translate_gcsfs({"endpoint_url": "http://h:1/", "project": "p"})[:2] == (
+        {"base_url": "http://h:1"},
+        {},
+    )
+    assert translate_gcsfs({"token": "google_default"})[0] == {}
+    assert translate_gcsfs({"token": str(key_file)})[0] == {
+        "application_credentials": str(key_file)
+    }
+    assert translate_gcsfs({"token": "ya29.raw"})[0] == {"bearer_token": "ya29.raw"}
+    assert translate_gcsfs({"token": service})[0] == {"service_account_key": json.dumps(service)}
+    config, extra, reason = translate_gcsfs({"token": "anon"})
+    assert (config, reason) == ({"skip_signature": True}, None)
+    assert extra["credential_provider"]()["token"]  # a placeholder obstore sends with writes
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "127.0.0.1:9023")
+    assert translate_gcsfs({})[0] == {"base_url": "http://127.0.0.1:9023"}
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"requester_pays": True}, "'requester_pays'"),
+        ({"token": "cloud"}, "'cloud'"),
+        ({"token": {"type": "authorized_user"}}, "'dict'"),
+        ({"version_aware": True}, "'version_aware'"),
+    ],
+)
+def test_gcs_options_obstore_lacks(options: dict[str, Any], named: str) -> None:
+    assert named in (translate_gcsfs(options)[2] or "")
+    with pytest.raises(ConfigurationError, match=f"{named}.*client='gcsfs'"):
+        Target.from_url("gs://bucket/x", options, client="obstore")
+
+
+def test_gcs_default_is_gcsfs_and_obstore_can_be_asked() -> None:
+    options = {"endpoint_url": "http://127.0.0.1:1", "token": "anon"}
+    target = Target.from_url("gs://bench/x", {**options, "project": "p"})
+    assert target.client == "gcsfs"
+    assert "default" in target.client_reason
+    chosen = Target.from_url("gs://bench/x", options, client="obstore")
+    assert isinstance(chosen.backend, ObstoreGCSBackend)
+    assert (chosen.client, chosen.client_reason) == ("obstore", "client='obstore' was asked")
+    assert chosen.protocol == "gs"
+
+
+# --- the choice itself -------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("url", "client", "match"),
+    [
+        ("gs://b/x", "s3fs", "must be one of auto, obstore, gcsfs for gs://"),
+        ("abfs://c/x", "gcsfs", "must be one of auto, obstore, adlfs for abfs://"),
+        ("s3://b/x", "adlfs", "must be one of auto, obstore, s3fs, not 'adlfs'"),
+        ("memory://x", "adlfs", "leave client at 'auto'"),
+        ("file:///tmp", "obstore", "leave client at 'auto'"),
+    ],
+)
+def test_a_client_the_protocol_has_not_is_refused(url: str, client: str, match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        Target.from_url(url, client=client)
+
+
+def test_every_protocol_with_two_clients_is_listed() -> None:
+    assert set(CLIENTS) == {"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az"}
+    assert all(names[0] == "auto" and "obstore" in names for names in CLIENTS.values())
+
+
+def test_a_filesystem_given_by_the_caller_has_no_reason() -> None:
+    assert Target(fsspec.filesystem("memory"), "x").client_reason == ""
+
+
+# --- GCS's parallel composite upload through gcsfs, on gcp-storage-emulator ----------------
+def _gcs(server: Server) -> fsspec.AbstractFileSystem:
+    return fsspec.filesystem("gs", skip_instance_cache=True, **gcs_options(server.port))
+
+
+def test_gcs_split_upload_is_a_composite_upload_with_its_parts_deleted(gcs_server: Server) -> None:
+    probe = Probe.from_url(
+        "gs://bench/composite", gcs_options(gcs_server.port), streams=4, repeats=2
+    )
+    result = probe.upload(ONE)
+    assert result.ok, result.errors
+    assert result.backend == "gcsfs"
+    assert result.effective_streams == 4
+    assert result.strategy == "one object in 6 parts of 1 MiB, 4 at a time"
+    assert not [w for w in result.warnings if w.code.value == "cannot-split"]
+    # six part uploads in flight four at a time, one compose, six deletions of the parts
+    assert result.samples[0].requests_by_kind == {
+        "put-part": 6,
+        "complete-multipart": 1,
+        "delete": 6,
+    }
+    assert result.samples[0].max_in_flight == 4
+    assert _gcs(gcs_server).find("bench/composite") == []
+    downloaded = probe.download(ONE)  # its setup upload is composite too: read back verified
+    assert downloaded.ok, downloaded.errors
+    assert _gcs(gcs_server).find("bench/composite") == []
+
+
+def test_gcs_more_parts_than_one_compose_takes(gcs_server: Server) -> None:
+    probe = Probe.from_url(
+        "gs://bench/composite-many",
+        gcs_options(gcs_server.port),
+        streams=4,
+        repeats=1,
+        part_size="1MiB",
+    )
+    result = probe.download(Workload(count=1, size="40MiB"))  # 40 parts: two composes
+    assert result.ok, result.errors
+    assert _gcs(gcs_server).find("bench/composite-many") == []
+
+
+def test_gcs_failed_composite_upload_leaves_no_part(gcs_server: Server) -> None:
+    proxy = CountingProxy(gcs_server.port).start()
+    try:
+        options = {**gcs_options(gcs_server.port), "endpoint_url": f"http://127.0.0.1:{proxy.port}"}
+        probe = Probe.from_url("gs://bench/composite-failed", options, streams=4, repeats=1)
+        uploads: list[int] = []
+
+        def fourth_part_refused(method: str, path: str, number: int) -> int | None:
+            if method == "POST" and "uploadType" in path:  # a part's upload
+                uploads.append(number)
+                return 403 if len(uploads) == 4 else None
+            return None
+
+        proxy.fail_when = fourth_part_refused
+        result = probe.upload(ONE)
+    finally:
+        proxy.stop()
+    assert not result.ok
+    assert result.errors[0].code.value == "request-failed"
+    assert _gcs(gcs_server).find("bench/composite-failed") == []
