@@ -24,8 +24,10 @@ download, as storeprobe does: rclone serve s3 hashes an object on its first acce
 Prints, per probe, the median throughput of each client over the rounds (KiB/s small,
 MiB/s large), the ratio of medians storeprobe ÷ obstore native with its bootstrap 95 %
 interval (:func:`storeprobe.stats.compare`), and the spread: the range of the per-round
-paired ratios and each side's (max − min) ÷ median. ``--json`` writes every round's
-figure. Client and server share this machine's cores.
+paired ratios and each side's (max − min) ÷ median, and each side's median CPU time
+per object (this process, every thread, during the window: on a machine where client and
+server share the cores, client CPU is taken from the server). ``--json`` writes every
+round's figures. Client and server share this machine's cores.
 
     python benchmarks/compare_clients.py [--streams 1 8] [--rounds 7] [--others]
         [--server rclone|moto] [--only "upload small"] [--json out.json]
@@ -61,8 +63,10 @@ from tests.servers import S3_KEY, S3_SECRET, Server, moto_s3, rclone_s3
 
 SMALL, LARGE = Workload.small(), Workload.large()
 PROBES = [("upload", SMALL), ("download", SMALL), ("upload", LARGE), ("download", LARGE)]
-#: a round's figure: seconds, or None where the client cannot do the probe
-Timer = Callable[[], float | None]
+#: a round's figure: (seconds, CPU seconds of this process or None), or None where the
+#: client cannot do the probe
+Figure = tuple[float, float | None] | None
+Timer = Callable[[], Figure]
 
 
 def head_all(fs: s3fs.S3FileSystem, names: list[str]) -> None:
@@ -104,9 +108,7 @@ class Clients:
         return lambda: self.rclone(operation, workload, streams)
 
     # -- storeprobe --------------------------------------------------------------
-    def storeprobe(
-        self, backend: str, operation: str, workload: Workload, streams: int
-    ) -> float | None:
+    def storeprobe(self, backend: str, operation: str, workload: Workload, streams: int) -> Figure:
         probe = self.probes.get((backend, streams))
         if probe is None:
             probe = Probe.from_url(
@@ -116,7 +118,9 @@ class Clients:
         result = probe.measure(operation, workload)  # type: ignore[arg-type]
         if not result.samples:
             raise RuntimeError(f"storeprobe {operation} {workload.name}: {result.errors}")
-        return float(result.best_seconds)
+        sample = result.samples[0]
+        cpu = None if sample.cpu_ns is None else sample.cpu_ns / 1e9
+        return sample.elapsed_ns / 1e9, cpu
 
     # -- obstore native ------------------------------------------------------------
     def _store(self) -> Any:
@@ -148,7 +152,7 @@ class Clients:
             obstore.delete(store, key)
         return True
 
-    def obstore_native(self, operation: str, workload: Workload, streams: int) -> float | None:
+    def obstore_native(self, operation: str, workload: Workload, streams: int) -> Figure:
         import obstore
 
         split = workload.count == 1 and streams > 1
@@ -163,7 +167,7 @@ class Clients:
         prefix = f"bare-obstore-{uuid.uuid4().hex}"
         names = [f"{prefix}/{i}" for i in range(workload.count)]
 
-        async def run() -> float:
+        async def run() -> tuple[float, float]:
             semaphore = asyncio.Semaphore(streams)
 
             async def one(name: str, body: bytes) -> None:
@@ -196,9 +200,10 @@ class Clients:
                 jobs = [ranged(names[0], start) for start in range(0, size, part)]
             else:
                 jobs = [one(n, b) for n, b in zip(names, data, strict=True)]
+            cpu = time.process_time()
             start = time.perf_counter()
             await asyncio.gather(*jobs)
-            return time.perf_counter() - start
+            return time.perf_counter() - start, time.process_time() - cpu
 
         try:
             if operation == "download":
@@ -218,7 +223,7 @@ class Clients:
         return ObstoreBackend.capabilities
 
     # -- bare s3fs -----------------------------------------------------------------
-    def bare_s3fs(self, operation: str, workload: Workload, streams: int) -> float | None:
+    def bare_s3fs(self, operation: str, workload: Workload, streams: int) -> Figure:
         fs = s3fs.S3FileSystem(skip_instance_cache=True, **self.options)
         data = self.data[workload]
         prefix = f"bench/bare-{uuid.uuid4().hex}"
@@ -243,12 +248,12 @@ class Clients:
                 fs.pipe(dict(zip(names, data, strict=True)), batch_size=streams)
             else:
                 fs.cat(names, batch_size=streams)
-            return time.perf_counter() - start
+            return time.perf_counter() - start, None
         finally:
             fs.rm(names)
 
     # -- rclone copy -----------------------------------------------------------------
-    def rclone(self, operation: str, workload: Workload, streams: int) -> float | None:
+    def rclone(self, operation: str, workload: Workload, streams: int) -> Figure:
         binary = shutil.which("rclone") or str(Path(sys.executable).parent / "rclone")
         env = {
             **os.environ,
@@ -290,7 +295,7 @@ class Clients:
                 argv = [binary, "copy", *flags, str(source), remote]
             start = time.perf_counter()
             subprocess.run(argv, env=env, check=True)
-            return time.perf_counter() - start
+            return time.perf_counter() - start, None
         finally:
             subprocess.run([binary, "purge", remote], env=env, check=False, capture_output=True)
             shutil.rmtree(target, ignore_errors=True)
@@ -304,7 +309,9 @@ def server_of(kind: str, work: Path) -> Iterator[Server]:
             yield server
         return
     with moto_s3() as server:
-        s3fs.S3FileSystem(**s3_options(server.endpoint)).mkdir("bench")
+        s3fs.S3FileSystem(  # no region_name here, or moto refuses the location constraint
+            key=S3_KEY, secret=S3_SECRET, client_kwargs={"endpoint_url": server.endpoint}
+        ).mkdir("bench")
         yield server
 
 
@@ -320,6 +327,14 @@ def spread(values: list[float]) -> str:
     return f"{(max(values) - min(values)) / statistics.median(values):.0%}"
 
 
+def cpu_shown(seconds: list[float]) -> str:
+    """The median client CPU time per object (µs, or ms above 10 ms)."""
+    if not seconds:
+        return "n/a"
+    median = statistics.median(seconds)
+    return f"{median * 1e3:.0f} ms" if median >= 0.01 else f"{median * 1e6:.0f} µs"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, nargs="+", default=[1, 8])
@@ -332,7 +347,8 @@ def main() -> None:
     clients_run = ["storeprobe", "obstore native"]
     if args.others:
         clients_run += ["storeprobe s3fs", "bare s3fs", "rclone copy"]
-    rounds: dict[str, dict[str, list[float | None]]] = {}
+    rounds: dict[str, dict[str, list[float | None]]] = {}  # B/s per round
+    cpus: dict[str, dict[str, list[float]]] = {}  # client CPU seconds per object per round
     with (
         tempfile.TemporaryDirectory(dir="/var/tmp") as work,
         server_of(args.server, Path(work)) as server,
@@ -346,13 +362,17 @@ def main() -> None:
                         continue
                     key = f"{name}, {streams} stream{'s' if streams > 1 else ''}"
                     rows = rounds[key] = {client: [] for client in clients_run}
+                    cpu = cpus[key] = {client: [] for client in clients_run}
                     for number in range(args.rounds):
                         order = clients_run if number % 2 == 0 else clients_run[::-1]
                         for client in order:
-                            seconds = clients.timer(client, operation, workload, streams)()
-                            rows[client].append(
-                                None if seconds is None else workload.total_bytes / seconds
-                            )
+                            figure = clients.timer(client, operation, workload, streams)()
+                            if figure is None:
+                                rows[client].append(None)
+                                continue
+                            rows[client].append(workload.total_bytes / figure[0])
+                            if figure[1] is not None:
+                                cpu[client].append(figure[1] / workload.count)
                     print(
                         f"  {key}: "
                         + ", ".join(
@@ -364,16 +384,18 @@ def main() -> None:
         finally:
             clients.close()
     print(
-        f"Medians of {args.rounds} interleaved rounds on {args.server} serve s3 "
+        f"Medians of {args.rounds} interleaved rounds on "
+        f"{'rclone serve s3' if args.server == 'rclone' else 'moto'} "
         "(KiB/s small, MiB/s large); sp = storeprobe's default path"
     )
     print()
     others = clients_run[2:]
     print(
         "| probe | storeprobe | obstore native | sp ÷ native | 95 % interval "
-        "| per-round ratios | spread sp / native |" + "".join(f" {c} |" for c in others)
+        "| per-round ratios | spread sp / native | client CPU per object sp / native |"
+        + "".join(f" {c} |" for c in others)
     )
-    print("|---|---:|---:|---:|---|---|---|" + "---:|" * len(others))
+    print("|---|---:|---:|---:|---|---|---|---|" + "---:|" * len(others))
     for key, rows in rounds.items():
         workload = SMALL if "small" in key else LARGE
         sp = [v for v in rows["storeprobe"] if v is not None]
@@ -391,12 +413,13 @@ def main() -> None:
             ]
         else:
             cells += ["n/a", "n/a", "", "", f"{spread(sp)} / n/a"]
+        cells.append(" / ".join(cpu_shown(cpus[key][c]) for c in ("storeprobe", "obstore native")))
         for client in others:
             values = [v for v in rows[client] if v is not None]
             cells.append(shown(workload, statistics.median(values)) if values else "n/a")
         print(f"| {key} | " + " | ".join(cells) + " |")
     if args.json:
-        args.json.write_text(json.dumps(rounds, indent=1))
+        args.json.write_text(json.dumps({"rates": rounds, "cpu_per_object": cpus}, indent=1))
 
 
 if __name__ == "__main__":
