@@ -27,6 +27,7 @@ from fsspec.callbacks import TqdmCallback
 
 from storeprobe import render
 from storeprobe._version import __version__
+from storeprobe.backends.choice import CLIENTS
 from storeprobe.cli_backup import add_backup_command, run_backup
 from storeprobe.cli_compare import add_compare_command, run_compare
 from storeprobe.distributed import cluster
@@ -87,10 +88,11 @@ def _probe_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--client",
-        choices=["auto", "obstore", "s3fs"],
+        choices=["auto", "obstore", "s3fs", "gcsfs", "adlfs"],
         default="auto",
-        help="S3 client for s3:// URLs: auto (obstore when installed and the options "
-        "translate, else s3fs), obstore or s3fs",
+        help="client for s3://, gs:// and Azure URLs: auto (s3:// and Azure: obstore when "
+        "installed and the options translate, else s3fs or adlfs; gs://: gcsfs), obstore, "
+        "s3fs, gcsfs or adlfs (each URL of another protocol keeps auto)",
     )
     parser.add_argument("--label", help="a name for this environment, e.g. home-laptop")
     parser.add_argument(
@@ -161,8 +163,8 @@ def _parser() -> argparse.ArgumentParser:
         "--stage-above",
         default="1GiB",
         metavar="SIZE",
-        help="stage one split object at least this large through a local file in TMPDIR, "
-        "so memory holds only the parts in flight",
+        help="stage one object at least this large through a local file in TMPDIR, at any "
+        "stream count, so memory holds only what is in flight",
     )
     run.add_argument("--no-verify", action="store_true", help="skip checking downloaded bytes")
     run.add_argument(
@@ -351,7 +353,9 @@ def _run(args: argparse.Namespace) -> int:
             Probe.from_url(
                 url,
                 options,
-                client=args.client if url.startswith(("s3://", "s3a://")) else "auto",
+                client=args.client
+                if args.client in CLIENTS.get(url.split("://", 1)[0], ())
+                else "auto",
                 streams=streams,
                 timeout=args.timeout,
                 stage_above=args.stage_above,

@@ -9,6 +9,8 @@ The matrix in ``test_backends.py`` runs every client through uploads and downloa
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -247,3 +249,25 @@ def test_gcs_failed_composite_upload_leaves_no_part(gcs_server: Server) -> None:
     assert not result.ok
     assert result.errors[0].code.value == "request-failed"
     assert _gcs(gcs_server).find("bench/composite-failed") == []
+
+
+@pytest.mark.parametrize("client", ["adlfs", "obstore"])
+def test_cli_client_chooses_the_azure_client(
+    azure_server: Server, client: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "results.json"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "storeprobe", "run", "abfs://bench/cli-client", "memory://cli"),
+            *("--client", client, "--workload", "4x1KiB", "--repeats", "1", "--no-progress"),
+            *("-o", f"connection_string={azure_connection_string(azure_server.port)}"),
+            *("--json", str(out)),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    backends = {entry["url"]: entry["backend"] for entry in json.loads(out.read_text())["results"]}
+    assert backends["abfs://bench/cli-client"] == client
+    assert backends["memory://cli"] == "MemoryFileSystem"  # memory keeps auto: its one client

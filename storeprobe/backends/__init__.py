@@ -10,13 +10,15 @@
     ``s3fs``           ``s3``     multipart, parts in parallel   ranged GETs in parallel
     ``obstore``        ``s3``     obstore's multipart, N parts   ranged GETs (s3fs where the
                                                                  server answers 200)
-    ``gcsfs``          ``gcs``    one request (cannot split)     ranged GETs in parallel
+    ``gcsfs``          ``gcs``    parallel composite upload      ranged GETs in parallel
     ``adlfs``          ``azure``  staged blocks in parallel      ranged GETs in parallel
     ``sshfs``          ``ssh``    parts at offsets, N channels   ranged reads, N channels
     =================  =========  =============================  ===========================
 
-:func:`backend_for` picks the backend of a filesystem by its class; the S3 client
-choice (obstore or s3fs for an ``s3://`` URL) is in :mod:`storeprobe.backends.s3`.
+:func:`backend_for` picks the backend of a filesystem by its class; the client choice
+for a URL whose protocol has two (obstore or s3fs for ``s3://``, gcsfs or obstore for
+``gs://``, obstore or adlfs for Azure) is in :mod:`storeprobe.backends.choice`, and
+obstore's GCS and Azure backends in :mod:`storeprobe.backends.obstore_stores`.
 To add a client: write one module with a subclass of :class:`AsyncBackend` or
 :class:`SyncBackend` (its name, protocols, extra, capabilities, ``job`` for each
 request kind it makes, ``classify`` for its errors) and one line in the table
