@@ -139,6 +139,8 @@ class Measurement:
         written: list[str] = []
         writer = self._writer(prefix, written)
         notices: list[Notice] = list(layout.notices)
+        if target.client_notice is not None:
+            notices.append(target.client_notice)
         strategy = layout.strategy
         if writer is not backend:
             notices.append(_NO_CONDITIONAL_WRITE)

@@ -52,6 +52,9 @@ class Code(enum.StrEnum):
     STALL = "stall"
     #: cleanup could not delete everything the probe wrote
     CLEANUP_INCOMPLETE = "cleanup-incomplete"
+    #: the storage options did not translate to obstore, the default client for the URL:
+    #: another client measured (s3fs or adlfs), and the message says which option forced it
+    CLIENT_FALLBACK = "client-fallback"
     #: the workers of a distributed probe started their windows far apart
     START_SPREAD = "start-spread"
     #: a worker's clock offset is uncertain by a large part of the window

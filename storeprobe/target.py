@@ -37,6 +37,7 @@ from storeprobe.errors import (
     TargetPermissionError,
     TargetUnreachableError,
 )
+from storeprobe.notices import Notice
 from storeprobe.redaction import redact_options, redact_url, scrub, scrub_patterns, secret_values
 
 __all__ = ["EXTRAS", "Recipe", "Target", "describe_error", "translate_error"]
@@ -156,6 +157,9 @@ class Target:
     #: why this client measures, where ``from_url`` chose between two ("the default",
     #: "client='adlfs' was asked", or the storage option obstore cannot take); else empty
     client_reason: str = field(default="", kw_only=True)
+    #: a ``client-fallback`` warning for every Result, when ``client="auto"`` could not
+    #: use the default client (obstore) and another one measures
+    client_notice: Notice | None = field(default=None, kw_only=True)
     #: how to open this target again in another process (None: built from a filesystem
     #: instance, which cannot be rebuilt from a URL)
     recipe: Recipe | None = field(default=None, repr=False)
@@ -275,6 +279,7 @@ class Target:
             secrets=secret_list,
             recipe=Recipe(url, dict(options), client),
             client_reason=chosen.reason,
+            client_notice=chosen.notice,
         )
 
     @property

@@ -22,6 +22,7 @@ from storeprobe.backends.azure import translate_adlfs
 from storeprobe.backends.choice import CLIENTS, choose_client
 from storeprobe.backends.gcs import translate_gcsfs
 from storeprobe.backends.obstore_stores import ObstoreAzureBackend, ObstoreGCSBackend
+from storeprobe.notices import Code
 from storeprobe.target import Target
 from tests.conftest import gcs_options
 from tests.http_proxy import CountingProxy
@@ -271,3 +272,31 @@ def test_cli_client_chooses_the_azure_client(
     backends = {entry["url"]: entry["backend"] for entry in json.loads(out.read_text())["results"]}
     assert backends["abfs://bench/cli-client"] == client
     assert backends["memory://cli"] == "MemoryFileSystem"  # memory keeps auto: its one client
+
+
+def test_a_fallback_from_obstore_is_a_warning_naming_the_option() -> None:
+    s3 = {"key": "k", "secret": "s", "endpoint_url": "http://127.0.0.1:1", "requester_pays": True}
+    chosen = choose_client("s3", s3, "auto")
+    assert chosen.backend is None
+    assert chosen.notice is not None
+    assert chosen.notice.code is Code.CLIENT_FALLBACK
+    assert "measured through s3fs, not obstore" in chosen.notice.message
+    assert "'requester_pays'" in chosen.notice.message
+    for asked in ("s3fs", "obstore"):  # asked for, or the default: no warning
+        options = {k: v for k, v in s3.items() if k != "requester_pays"}
+        assert choose_client("s3", options, asked).notice is None
+    assert choose_client("gs", {}, "auto").notice is None  # gcsfs is the default there
+
+
+def test_azure_fallback_to_adlfs_is_named_on_the_result(azure_server: Server) -> None:
+    options = {"connection_string": azure_connection_string(azure_server.port)}
+    probe = Probe.from_url("abfs://bench/fallback", {**options, "version_aware": False})
+    result = probe.upload(Workload(count=4, size="1KiB"))
+    assert result.ok, result.errors
+    assert result.backend == "adlfs"
+    [notice] = [w for w in result.warnings if w.code is Code.CLIENT_FALLBACK]
+    assert "'version_aware'" in notice.message
+    assert probe.target.client_reason == "storage option 'version_aware' has no obstore equivalent"
+    default = Probe.from_url("abfs://bench/fallback", options).upload(Workload(count=4, size=1024))
+    assert default.backend == "obstore"
+    assert not [w for w in default.warnings if w.code is Code.CLIENT_FALLBACK]

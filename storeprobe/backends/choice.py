@@ -17,8 +17,9 @@ from attrs import frozen
 from storeprobe.backends.azure import AZURE_CLIENTS, choose_azure
 from storeprobe.backends.gcs import GCS_CLIENTS, choose_gcs
 from storeprobe.backends.obstore import ObstoreBackend
-from storeprobe.backends.s3 import S3_CLIENTS, open_obstore
+from storeprobe.backends.s3 import S3_CLIENTS, open_obstore, refusal
 from storeprobe.errors import ConfigurationError
+from storeprobe.notices import Code, Notice
 
 __all__ = ["CLIENTS", "Chosen", "choose_client"]
 
@@ -45,6 +46,20 @@ class Chosen:
     backend: ObstoreBackend | None
     reason: str
     secrets: Callable[[], tuple[str, ...]] | None = None
+    #: a ``client-fallback`` warning when ``client="auto"`` could not use obstore, the
+    #: default, and another client measures
+    notice: Notice | None = None
+
+
+def _fallback(protocol: str, client: str, reason: str) -> Chosen:
+    notice = Notice(
+        code=Code.CLIENT_FALLBACK,
+        message=f"measured through {client}, not obstore (the default for {protocol}://): {reason}",
+        fix="on small objects the client can be the limit: pass options obstore takes "
+        f"(see the Backends page) to measure through it, or client='{client}' to choose "
+        f"{client}",
+    )
+    return Chosen(backend=None, reason=reason, notice=notice)
 
 
 def choose_client(protocol: str, options: Mapping[str, Any], client: str) -> Chosen:
@@ -68,6 +83,8 @@ def choose_client(protocol: str, options: Mapping[str, Any], client: str) -> Cho
         )
     if protocol in _AZURE:
         azure, reason = choose_azure(protocol, options, client)
+        if azure is None and client == "auto":
+            return _fallback(protocol, "adlfs", reason)
         return Chosen(backend=azure, reason=reason)
     if protocol in ("gs", "gcs"):
         gcs, reason = choose_gcs(options, client)
@@ -76,10 +93,7 @@ def choose_client(protocol: str, options: Mapping[str, Any], client: str) -> Cho
         return Chosen(backend=None, reason="client='s3fs' was asked")
     opened = open_obstore(options, required=client == "obstore")
     if opened is None:
-        return Chosen(
-            backend=None,
-            reason="the options do not translate to obstore (see storeprobe.backends.s3)",
-        )
+        return _fallback(protocol, "s3fs", refusal(options) or "the options do not translate")
     backend, credentials = opened
     return Chosen(
         backend=backend,

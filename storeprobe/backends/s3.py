@@ -34,7 +34,7 @@ from storeprobe.backends.obstore_stores import open_store
 from storeprobe.backends.s3fs import S3Backend
 from storeprobe.errors import ConfigurationError, MissingDependencyError
 
-__all__ = ["S3_CLIENTS", "BotocoreCredentials", "open_obstore", "s3fs_backend"]
+__all__ = ["S3_CLIENTS", "BotocoreCredentials", "open_obstore", "refusal", "s3fs_backend"]
 
 #: The clients an ``s3://`` URL can be measured through.
 S3_CLIENTS = ("auto", "obstore", "s3fs")
@@ -133,6 +133,13 @@ def _translate(
     if "endpoint" not in config and "region" not in config:
         return {}, None, "neither an endpoint nor a region (s3fs looks up the bucket's region)"
     return config, provider, None
+
+
+def refusal(options: Mapping[str, Any]) -> str | None:
+    """Why s3fs-style ``options`` cannot be measured through obstore (None: they can)."""
+    if importlib.util.find_spec("obstore") is None:
+        return "obstore is not installed"
+    return _translate(options)[2]
 
 
 def open_obstore(
