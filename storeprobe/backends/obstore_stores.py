@@ -20,9 +20,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import attrs
 import fsspec
 
-from storeprobe.backends.base import Capabilities, Landing, check_bucket
+from storeprobe.backends.base import Landing, check_bucket
 from storeprobe.backends.obstore import ObstoreBackend
 from storeprobe.request import AsyncCall, AsyncJob, Body, Kind, Outcome, Request
 from storeprobe.transfer import Clock
@@ -85,13 +86,8 @@ class ObstoreGCSBackend(_Cloud):
     name = "obstore"
     protocols = ("gs", "gcs")  # type: ignore[assignment]  # the base infers a 4-tuple
     extra = "obstore"
-    capabilities = Capabilities(
-        splits_uploads=True,
-        client_multipart=True,
-        checks_conditional_writes=True,
-        min_part_size=5 * MiB,  # XML multipart parts, as on S3
-        confirms_size=True,
-    )
+    # as on S3 (XML multipart parts of at least 5 MiB), without S3's 5 GiB single-PUT limit
+    capabilities = attrs.evolve(ObstoreBackend.capabilities, max_single_put=None)
 
 
 class ObstoreAzureBackend(_Cloud):
@@ -100,14 +96,11 @@ class ObstoreAzureBackend(_Cloud):
     name = "obstore"
     protocols = ("abfs", "abfss", "az")  # type: ignore[assignment]  # as above
     extra = "azure"
-    capabilities = Capabilities(
-        splits_uploads=True,
-        client_multipart=True,
+    capabilities = attrs.evolve(
+        ObstoreBackend.capabilities,
         multipart_create=False,  # Put Block × N, then Put Block List
-        checks_conditional_writes=True,
         min_part_size=1 * MiB,
         max_single_put=5000 * MiB,  # Put Blob's limit
-        confirms_size=True,
     )
     bucket_word = "container"
     url_form = "abfs://CONTAINER[/PREFIX]"
