@@ -9,6 +9,7 @@ goes on. Progress, when asked, is pumped from another thread (:mod:`storeprobe.p
 
 :func:`open_run` prepares a run (environment, a fresh prefix, the root checked);
 :func:`delete_names` deletes what a run wrote, one name at a time, tolerating failures;
+:func:`clear_prefix` then lists the run prefix and deletes what is still listed under it;
 :func:`bounded` runs one synchronous preparation step with a deadline.
 """
 
@@ -34,7 +35,7 @@ from storeprobe.request import Body
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Meter, Run, run_async, run_sync
 
-__all__ = ["bounded", "delete_names", "execute", "open_run"]
+__all__ = ["bounded", "clear_prefix", "delete_names", "execute", "open_run"]
 
 
 @contextlib.contextmanager
@@ -177,6 +178,63 @@ def delete_names(
         return [f"{name} ({target.describe_error(exc)})" for name in names]
     backend.fs.invalidate_cache()
     return failed
+
+
+def clear_prefix(
+    target: Target,
+    prefix: str,
+    left: Sequence[str],
+    *,
+    streams: int,
+    clock: Clock,
+    timeout: float | None,
+) -> list[str]:
+    """After a run's names were deleted (``left``: those that remain, each with why, as
+    :func:`delete_names` reports them): list the run prefix, delete every name still
+    listed under it, list again; return what remains, each with why.
+
+    The run prefix is fresh and unique (``storeprobe-<time>-<random>``), so what it holds
+    is the run's own. A storage may answer a delete as done and keep the object (``rclone
+    serve s3`` does when its view of a folder has lost a file): a listing may show it. An
+    entry of ``left`` stays unless the listing shows its name, and then the second attempt
+    decides: a listing that does not show a name is no proof it is gone. A name listed
+    again after its second delete is reported, and so is a listing that fails. Untimed;
+    each listing is bounded by ``timeout``.
+    """
+    remain = list(left)
+    try:
+        listed = _listed(target, prefix, timeout)
+        if not listed:
+            return remain
+        shown = set(listed)
+        remain = [entry for entry in remain if _named(entry) not in shown]
+        remain += delete_names(target, listed, streams=streams, clock=clock, timeout=timeout)
+        reported = {_named(entry) for entry in remain}
+        remain += [
+            f"{name} (still listed after its delete)"
+            for name in _listed(target, prefix, timeout)
+            if name not in reported
+        ]
+    except Exception as exc:
+        remain.append(f"{prefix} (cannot list: {target.describe_error(exc)})")
+    return remain
+
+
+def _listed(target: Target, prefix: str, timeout: float | None) -> list[str]:
+    """Every name listed under ``prefix`` (none when it does not exist)."""
+    backend = target.backend
+    found: list[list[str]] = []
+    backend.fs.invalidate_cache()
+    try:
+        bounded(lambda: found.append(sorted(backend.fs.find(prefix))), timeout)
+    except FileNotFoundError:
+        return []
+    return [name for name in found[0] if name.startswith(prefix + "/")]
+
+
+def _named(entry: str) -> str:
+    """The name of a ``"name (why)"`` entry."""
+    return entry.split(" (", 1)[0]
 
 
 def open_run(

@@ -18,9 +18,13 @@ For each of ``repeats`` repetitions a :class:`MetadataMeasurement`
 
 3. deletes whatever the repeat wrote and is still there, and the repeat prefix.
 
-All of it lives under a fresh run prefix; a ``finally`` deletes every name recorded and
-removes the prefix, as :class:`~storeprobe.measurement.Measurement` does (its writer
-check, absence check and error classification are reused here).
+All of it lives under a fresh run prefix; a ``finally`` deletes every name recorded, then
+lists the run prefix and deletes whatever is still listed under it
+(:func:`~storeprobe.execution.clear_prefix`: the prefix is the probe's own), and removes the
+prefix; anything that remains is a ``cleanup-incomplete`` notice. The writer check,
+absence check and error classification are those of
+:class:`~storeprobe.measurement.Measurement`. Each repeat's first object is written alone
+before the others (see :meth:`MetadataMeasurement._write`).
 
 The figure is **operations per second** (:func:`ops_per_s`): objects ÷ window, that is
 requests ÷ window for ``head`` and ``delete``, and *keys* listed ÷ window for ``list``
@@ -45,7 +49,7 @@ from attrs import frozen
 
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.errors import ConfigurationError
-from storeprobe.execution import bounded, execute, open_run
+from storeprobe.execution import bounded, clear_prefix, execute, open_run
 from storeprobe.measurement import Measurement, _delta
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import Plan, delete_plan, head_plan
@@ -204,7 +208,14 @@ class MetadataMeasurement:
                     }
                     gone.update(name for name in names if name not in left)
         finally:
-            leftovers = helper._delete([name for name in written if name not in gone])
+            leftovers = clear_prefix(
+                target,
+                prefix,
+                helper._delete([name for name in written if name not in gone]),
+                streams=self.streams,
+                clock=self.clock,
+                timeout=self.timeout,
+            )
             for where in [*made, prefix]:
                 try:
                     backend.remove_prefix(where)
@@ -232,17 +243,19 @@ class MetadataMeasurement:
 
     # -- one repeat --------------------------------------------------------------------
     def _write(self, writer: AsyncBackend | SyncBackend, names: Sequence[str], repeat: int) -> None:
-        """Untimed: one PUT of ``size`` bytes per name, ≤ streams at once."""
+        """Untimed: one PUT of ``size`` bytes per name, the first alone, then ≤ streams at
+        once."""
         content = self.workload.with_seed(((self.seed or 0) + repeat) % 2**63)
         parts = [Part(index, 0, self.size) for index in range(len(names))]
-        plan = Plan(
-            phases=(
-                tuple(
-                    Request(kind=Kind.PUT, key=name, body=part)
-                    for name, part in zip(names, parts, strict=True)
-                ),
-            )
-        )
+        puts = [
+            Request(kind=Kind.PUT, key=name, body=part)
+            for name, part in zip(names, parts, strict=True)
+        ]
+        # the first PUT alone, then the others: a server keeping objects as files makes
+        # the repeat prefix's folders on the first PUT under it, and concurrent first PUTs
+        # race there (rclone serve s3 then made a folder twice, failed PUTs that obstore
+        # retried, and its view of the folder no longer matched its disk)
+        plan = Plan(phases=tuple(phase for phase in (tuple(puts[:1]), tuple(puts[1:])) if phase))
         bodies = [writer.body(content, part) for part in parts]
         execute(
             writer,

@@ -125,6 +125,82 @@ def test_a_listing_that_misses_keys_is_an_error(monkeypatch: pytest.MonkeyPatch)
     assert fs.find("/md-short") == []
 
 
+def _deletes_skipping(monkeypatch: pytest.MonkeyPatch, suffix: str, times: int) -> list[str]:
+    """DELETEs of a name ending with ``suffix`` answer done without deleting, ``times``
+    times (as rclone serve s3 answers for a file its view of the folder has lost)."""
+    job = FsspecSyncBackend.job
+    skipped: list[str] = []
+
+    def answering(self: Any, request: Any, *args: Any) -> SyncJob:
+        made = job(self, request, *args)
+        if request.kind is not Kind.DELETE or not request.key.endswith(suffix):
+            return made
+        if len(skipped) >= times:
+            return made
+        skipped.append(request.key)
+        return SyncJob(Kind.DELETE, Outcome)
+
+    monkeypatch.setattr(FsspecSyncBackend, "job", answering)
+    return skipped
+
+
+@pytest.mark.parametrize("operation", ["list", "delete"])
+def test_a_delete_answered_but_not_done_is_found_by_listing(
+    monkeypatch: pytest.MonkeyPatch, operation: str
+) -> None:
+    skipped = _deletes_skipping(monkeypatch, "/r0/0000002", 1)
+    fs = fsspec.filesystem("memory")
+    probe = Probe.from_url(f"memory://md-answered-{operation}", streams=4, repeats=2)
+    result = probe.metadata(operation, count=9)  # type: ignore[arg-type]
+    assert result.ok, result.errors
+    assert len(skipped) == 1
+    assert Code.CLEANUP_INCOMPLETE not in {notice.code for notice in result.warnings}
+    assert fs.find(f"/md-answered-{operation}") == []  # listed under the run prefix, deleted
+
+
+def test_a_delete_never_done_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    skipped = _deletes_skipping(monkeypatch, "/r0/0000002", 10)
+    fs = fsspec.filesystem("memory")
+    result = Probe.from_url("memory://md-kept", repeats=1).metadata("head", count=5)
+    assert result.ok, result.errors
+    (notice,) = [n for n in result.warnings if n.code is Code.CLEANUP_INCOMPLETE]
+    (kept,) = fs.find("/md-kept")
+    assert kept.endswith("/r0/0000002")
+    assert f"{kept} (still listed after its delete)" in notice.message
+    assert len(skipped) == 2  # the repeat's cleanup, then clear_prefix's after its listing
+    fs.rm("/md-kept", recursive=True)
+
+
+def test_each_repeat_writes_its_first_object_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server keeping objects as files makes the folders on the first PUT under a
+    prefix; concurrent first PUTs raced there (rclone serve s3)."""
+    job = FsspecSyncBackend.job
+    events: list[tuple[str, str]] = []
+
+    def recorded(self: Any, request: Any, *args: Any) -> SyncJob:
+        made = job(self, request, *args)
+        if request.kind is not Kind.PUT:
+            return made
+        name = request.key.rsplit("/", 2)[-2:]
+
+        def call() -> Outcome:
+            events.append(("start", "/".join(name)))
+            outcome = made.call()
+            events.append(("end", "/".join(name)))
+            return outcome
+
+        return SyncJob(Kind.PUT, call)
+
+    monkeypatch.setattr(FsspecSyncBackend, "job", recorded)
+    result = Probe.from_url("memory://md-first", streams=4, repeats=2).metadata("head", count=16)
+    assert result.ok, result.errors
+    assert result.samples[0].max_in_flight <= 4
+    for repeat in ("r0", "r1"):
+        mine = [event for event in events if event[1].startswith(repeat + "/")]
+        assert mine[:2] == [("start", f"{repeat}/0000000"), ("end", f"{repeat}/0000000")]
+        assert len(mine) == 32
+
+
 def test_rendered_in_operations_per_second() -> None:
     probe = Probe.from_url("memory://md-render", repeats=2, clock=StepClock(STEP))
     head = probe.metadata("head", count=10)
