@@ -167,6 +167,7 @@ def ratios(
                         "ratio": staged / memory,
                         "rounds": rounds,
                         "strategies": strategies,
+                        "rates": rates,
                     }
                     print(
                         f"| {name} | {operation} | {streams} | {memory:.0f} | {staged:.0f} "

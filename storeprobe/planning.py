@@ -117,9 +117,10 @@ def choose(
     stage = workload.count == 1 and stage_above is not None and size >= stage_above
     # one request that streams its body from, or lands its bytes in, a staging file
     whole = stage and (caps.sends_from_file if operation == "upload" else caps.lands_in_file)
-    # a client that holds one request's body in memory sends a staged object in parts
-    sequential = stage and streams == 1 and not whole and operation == "upload"
-    sequential = sequential and caps.splits_uploads
+    # a client that holds one request's body in memory moves a staged object in parts
+    # (or ranges), one at a time
+    can_split = caps.splits_uploads if operation == "upload" else caps.reads_ranges
+    sequential = stage and streams == 1 and not whole and can_split
     if workload.count > 1 or (streams == 1 and not too_big and not sequential):
         effective = min(streams, workload.count)
         notices: tuple[Notice, ...] = ()
@@ -145,7 +146,6 @@ def choose(
             operation=operation,
             capabilities=caps,
         )
-    can_split = caps.splits_uploads if operation == "upload" else caps.reads_ranges
     if not can_split and not too_big:
         note = Notice(
             code=Code.CANNOT_SPLIT,
@@ -190,7 +190,8 @@ def choose(
     staged = parts > 1 and stage_above is not None and size >= stage_above
     strategy = f"one object in {parts} parts of {format_size(part_size)}, {effective} at a time"
     if sequential:
-        strategy += f" (staged through a local file; {client} sends one request only from memory)"
+        holds = "sends one request only from" if operation == "upload" else "reads one request into"
+        strategy += f" (staged through a local file; {client} {holds} memory)"
     elif staged:
         strategy += " (staged through a local file)"
     return Layout(

@@ -111,11 +111,12 @@ class Probe:
     preparation and cleanup step; a local disk or memory call is not interrupted.
     ``part_size`` (bytes or ``"16MiB"``) sets the part size when one object is split;
     by default about four parts per stream, at least the backend's minimum.
-    A split object of at least ``stage_above`` bytes (default 1 GiB) is staged through a
-    local file so that memory holds only the parts in flight (see
-    :mod:`storeprobe.staging`). ``seed`` fixes the bytes of workloads that have no seed
-    of their own; by default every measurement draws a fresh random seed, recorded in
-    its Result (``result.workload.seed``), so no storage sees the same bytes twice.
+    One object of at least ``stage_above`` bytes (default 1 GiB), probed alone, is staged
+    through a local file at any stream count, so that memory holds only what is in
+    flight (see :mod:`storeprobe.staging`). ``seed`` fixes the bytes of workloads that
+    have no seed of their own; by default every measurement draws a fresh random seed,
+    recorded in its Result (``result.workload.seed``), so no storage sees the same bytes
+    twice.
     ``clock`` returns nanoseconds and is replaceable for tests. ``callback`` (an
     ``fsspec.callbacks.Callback``, e.g. ``TqdmCallback``) is told the bytes of each timed
     repeat (``set_size``) and their progress (``absolute_update``) from a separate

@@ -1,0 +1,160 @@
+"""Bounded memory: one object larger than the allowance never held whole, at 1 and 8 streams.
+
+Each case runs in its own process (its peak RSS, ``VmHWM``, is its own) and measures a
+download of one 512 MiB object, which first uploads it (untimed, through the same staged
+path as a timed upload), then downloads and verifies it. The process must stay within
+256 MiB plus the parts in flight (``benchmarks/memory.py`` does the same at 4 GiB); an
+object held whole would take 512 MiB on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from storeprobe.staging import CHUNK
+from storeprobe.units import MiB
+from tests.conftest import s3_options
+from tests.servers import Server
+
+SIZE = 512 * MiB
+ALLOWANCE = 256 * MiB
+
+_CASE = """
+import json, sys
+from storeprobe import Probe, Workload
+from storeprobe.planning import choose
+
+def high_water():  # VmHWM: this process image's peak RSS, in bytes
+    with open("/proc/self/status") as status:
+        return next(int(l.split()[1]) for l in status if l.startswith("VmHWM")) * 1024
+
+url, options, streams = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+workload = Workload(count=1, size=int(sys.argv[4]))
+probe = Probe.from_url(url, options, client=sys.argv[5], streams=streams, repeats=1,
+                       stage_above="256MiB")
+backend = probe.target.backend
+layouts = [choose(backend.capabilities, backend.client, operation, workload, streams,
+                  stage_above=probe.stage_above) for operation in ("upload", "download")]
+result = probe.measure("download", workload)
+print(json.dumps({
+    "ok": result.ok, "errors": [str(e) for e in result.errors], "strategy": result.strategy,
+    "client": result.backend, "peak": high_water(),
+    "parts": [[l.split, l.staged, l.effective_streams, l.part_size] for l in layouts],
+}))
+"""
+
+
+def _peak(
+    url: str, options: dict[str, Any], streams: int, tmp_path: Path, client: str = "auto"
+) -> dict[str, Any]:
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the staging files, checked gone below
+    args = [url, json.dumps(options), str(streams), str(SIZE), client]
+    done = subprocess.run(
+        [sys.executable, "-c", _CASE, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=280,
+    )
+    assert done.returncode == 0, done.stderr
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert figures["ok"], figures["errors"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("storeprobe-")] == []
+    return figures
+
+
+def _in_flight(parts: list[list[Any]]) -> int:
+    """The most bytes the layouts keep in flight: parts × size, or one chunk when staged."""
+    return max(
+        streams * size if split else (CHUNK if staged else SIZE)
+        for split, staged, streams, size in parts
+    )
+
+
+def _check(figures: dict[str, Any]) -> None:
+    assert all(staged for _, staged, _, _ in figures["parts"]), figures
+    limit = ALLOWANCE + _in_flight(figures["parts"])
+    assert limit < SIZE  # an object held whole could not pass
+    assert figures["peak"] <= limit, (
+        f"{figures['client']}: peak RSS {figures['peak'] / MiB:.0f} MiB over "
+        f"{limit / MiB:.0f} MiB ({figures['strategy']})"
+    )
+
+
+@pytest.mark.parametrize("streams", [1, 8])
+def test_local_disk_keeps_memory_bounded(tmp_path: Path, streams: int) -> None:
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    figures = _peak(str(disk), {}, streams, staging)
+    assert "staged" in figures["strategy"]
+    _check(figures)
+    assert list(disk.iterdir()) == []
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("client", ["obstore", "s3fs"])
+@pytest.mark.parametrize("streams", [1, 8])
+def test_s3_keeps_memory_bounded(
+    s3_server: Server, tmp_path: Path, client: str, streams: int
+) -> None:
+    url = f"s3://bench/memory-{client}-{streams}"
+    figures = _peak(url, s3_options(s3_server.endpoint), streams, tmp_path, client)
+    assert figures["client"] == client
+    assert "staged" in figures["strategy"]
+    _check(figures)
+
+
+def _layout(backend: str, operation: str, streams: int, size: int, count: int = 1) -> Any:
+    from storeprobe.backends.local import LocalBackend
+    from storeprobe.backends.obstore import ObstoreBackend
+    from storeprobe.backends.s3fs import S3Backend
+    from storeprobe.planning import choose
+    from storeprobe.workload import Workload
+
+    caps = {"local": LocalBackend, "obstore": ObstoreBackend, "s3fs": S3Backend}[backend]
+    workload = Workload(count=count, size=size)
+    return choose(
+        caps.capabilities,
+        backend,
+        operation,
+        workload,
+        streams,
+        stage_above=256 * MiB,
+    )
+
+
+@pytest.mark.parametrize("backend", ["local", "s3fs", "obstore"])
+@pytest.mark.parametrize("operation", ["upload", "download"])
+def test_one_large_object_is_staged_at_one_stream(backend: str, operation: str) -> None:
+    layout = _layout(backend, operation, 1, 4096 * MiB)
+    assert layout.staged
+    assert layout.effective_streams == 1
+    if backend == "obstore" and operation == "upload":
+        # obstore sends one request only from memory: parts of 64 MiB, one at a time
+        assert layout.split
+        assert layout.part_size == 64 * MiB
+        assert layout.parts == 64
+        assert "obstore sends one request only from memory" in layout.strategy
+    else:
+        assert not layout.split
+        assert layout.strategy == "one object in one request, through a staged local file"
+
+
+def test_staging_needs_one_object_at_or_above_the_threshold() -> None:
+    assert not _layout("local", "upload", 1, 255 * MiB).staged
+    assert _layout("local", "upload", 1, 256 * MiB).staged
+    assert not _layout("local", "upload", 1, 256 * MiB, count=2).staged
+    assert not _layout("obstore", "upload", 1, 255 * MiB).split  # one PUT, in memory
+    split = _layout("obstore", "upload", 8, 4096 * MiB)
+    assert split.staged
+    assert split.part_size == 128 * MiB
+    assert split.effective_streams == 8
