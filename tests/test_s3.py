@@ -7,6 +7,9 @@ requests were in flight.
 
 from __future__ import annotations
 
+import _thread
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -282,3 +285,34 @@ def test_storage_taking_conditional_writes_keeps_them(
     assert Code.NO_CONDITIONAL_WRITE not in [w.code for w in result.warnings]
     assert counting_proxy.methods.count("HEAD") <= 1  # the bucket check; no absence checks
     assert tree(s3_bucket_dir) == before
+
+
+def test_exit_waits_for_threads_foreign_to_threading_to_leave_python() -> None:
+    """obstore's tokio threads hand results over in Python; at exit they are let finish
+    (a thread killed by finalization there aborts the process), within a bound."""
+    from storeprobe.backends.obstore import wait_for_foreign_threads
+
+    inside, release = threading.Event(), threading.Event()
+    finished: list[bool] = []
+
+    def foreign() -> None:  # started by _thread, as a tokio thread is unknown to threading
+        inside.set()
+        release.wait(10)
+        time.sleep(0.05)  # the GIL released, as socket.send releases it
+        finished.append(True)
+
+    _thread.start_new_thread(foreign, ())
+    assert inside.wait(10)
+    assert not wait_for_foreign_threads(0.05)  # bounded: gives up while it runs Python
+    release.set()
+    assert wait_for_foreign_threads(10)
+    assert finished == [True]  # returned only once the thread had left Python
+
+    # threading's own threads (fsspec's event loop, thread pools) stay in Python for
+    # good: they are never waited for
+    started = threading.Thread(target=release.wait, daemon=True)
+    release.clear()
+    started.start()
+    assert wait_for_foreign_threads(0)
+    release.set()
+    started.join(10)
