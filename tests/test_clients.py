@@ -24,7 +24,9 @@ from storeprobe.backends.gcs import translate_gcsfs
 from storeprobe.backends.obstore_stores import ObstoreAzureBackend, ObstoreGCSBackend
 from storeprobe.notices import Code
 from storeprobe.target import Target
+from storeprobe.units import MiB
 from tests.conftest import gcs_options
+from tests.helpers import gcs_emulator_seed
 from tests.http_proxy import CountingProxy
 from tests.servers import AZURE_KEY, Server, azure_connection_string
 
@@ -195,8 +197,9 @@ def _gcs(server: Server) -> fsspec.AbstractFileSystem:
 
 
 def test_gcs_split_upload_is_a_composite_upload_with_its_parts_deleted(gcs_server: Server) -> None:
+    seed = gcs_emulator_seed((ONE, MiB), repeats=3)  # the emulator drops a trailing \r
     probe = Probe.from_url(
-        "gs://bench/composite", gcs_options(gcs_server.port), streams=4, repeats=2
+        "gs://bench/composite", gcs_options(gcs_server.port), streams=4, repeats=2, seed=seed
     )
     result = probe.upload(ONE)
     assert result.ok, result.errors
@@ -224,6 +227,7 @@ def test_gcs_more_parts_than_one_compose_takes(gcs_server: Server) -> None:
         streams=4,
         repeats=1,
         part_size="1MiB",
+        seed=gcs_emulator_seed((Workload(count=1, size="40MiB"), MiB), repeats=1),
     )
     result = probe.download(Workload(count=1, size="40MiB"))  # 40 parts: two composes
     assert result.ok, result.errors
