@@ -16,7 +16,7 @@ here as the tests start it; obstore, storeprobe's default client, and s3fs):
   median of each; the ratio is staged ÷ in memory (above 1: staging is faster).
 
     python benchmarks/memory.py [--size 4GiB] [--json memory.json]
-    python benchmarks/memory.py --ratio [--rounds 5] [--ratio-size 256MiB]
+    python benchmarks/memory.py --ratio [--rounds 5] [--ratio-size 256MiB] [--streams 1 8]
 
 Staging files go to ``TMPDIR``; the script checks that it and the work directory have
 room for the object twice (staged copy and stored object) and deletes everything after.
@@ -127,6 +127,7 @@ def ratios(
     size: int,
     rounds: int,
     work: str,
+    stream_counts: tuple[int, ...] = (1, 8),
 ) -> list[dict[str, Any]]:
     """Staged against in memory at ``size``, alternating rounds in this process."""
     from storeprobe import Probe, Workload
@@ -136,7 +137,7 @@ def ratios(
     for name, url, options, keywords in targets:
         with tempfile.TemporaryDirectory(dir=work) as directory:
             for operation in ("upload", "download"):
-                for streams in (1, 8):
+                for streams in stream_counts:
                     rates: dict[str, list[float]] = {"memory": [], "staged": []}
                     strategies = {}
                     for round_ in range(rounds):
@@ -184,6 +185,7 @@ def main() -> None:
     parser.add_argument("--ratio", action="store_true", help="staging's throughput cost")
     parser.add_argument("--ratio-size", default="256MiB")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--streams", type=int, nargs="+", default=[1, 8], help="for --ratio")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     size = parse_size(args.ratio_size if args.ratio else args.size)
@@ -201,7 +203,7 @@ def main() -> None:
             if args.ratio:
                 print("| target | operation | streams | in memory MiB/s | staged MiB/s | ratio |")
                 print("|---|---|---:|---:|---:|---:|")
-                rows = ratios(targets, size, args.rounds, work)
+                rows = ratios(targets, size, args.rounds, work, tuple(args.streams))
             else:
                 print(
                     "| target | operation | streams | MiB/s | in flight (MiB) "

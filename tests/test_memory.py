@@ -158,3 +158,34 @@ def test_staging_needs_one_object_at_or_above_the_threshold() -> None:
     assert split.staged
     assert split.part_size == 128 * MiB
     assert split.effective_streams == 8
+
+
+@pytest.mark.parametrize("extra", [0, 1], ids=["flipped", "longer"])
+def test_a_single_staged_download_is_verified(tmp_path: Path, extra: int) -> None:
+    from storeprobe import Probe, Workload
+
+    (tmp_path / "disk").mkdir()
+    probe = Probe.from_url(str(tmp_path / "disk"), streams=1, repeats=1, stage_above="4MiB")
+    backend = probe.target.backend
+    original = backend.after_upload
+
+    def corrupt(paths: list[str]) -> None:
+        original(paths)
+        with open(paths[0], "r+b") as handle:
+            if extra:  # one byte more than was written
+                handle.seek(0, os.SEEK_END)
+                handle.write(b"\0")
+                return
+            handle.seek(9 * MiB + 5)  # flip the byte: it differs whatever the seed
+            byte = handle.read(1)[0]
+            handle.seek(9 * MiB + 5)
+            handle.write(bytes([byte ^ 0xFF]))
+
+    backend.after_upload = corrupt  # type: ignore[method-assign]
+    result = probe.download(Workload(count=1, size="12MiB"))
+    assert result.strategy == "one object in one request, through a staged local file"
+    if extra:
+        assert result.errors[0].code.value == "short-transfer"
+    else:
+        assert f"differs from what was written at byte {9 * MiB + 5}" in result.errors[0].message
+    assert os.listdir(tmp_path / "disk") == []

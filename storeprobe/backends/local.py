@@ -6,16 +6,21 @@ files are evicted from the page cache with ``posix_fadvise(POSIX_FADV_DONTNEED)`
 Reads fill the buffer the probe prepared before the window. One object's upload is
 split as create (open, size) → parts (``pwrite`` at their offsets) → complete (fsync).
 
-A staged object (see :mod:`storeprobe.staging`) moves through one reused buffer of
-``staging.CHUNK`` bytes, allocated and its pages touched before the window: a
-single-request upload reads the staging file (from the page cache) into it and writes
-it to the object; a single-request download reads the object into it and writes it into
-the staging file. Each byte is copied once more than when the object is held in memory.
+A staged object (see :mod:`storeprobe.staging`) moves between the object and the
+staging file inside the kernel, ``staging.CHUNK`` bytes per ``sendfile`` call: a
+single-request upload copies the staging file (from the page cache) into the object, a
+single-request download copies the object into the staging file. That is one memory
+copy per byte, as when the object is held in memory (where it is copied between the
+process's buffer and the page cache); the bytes do not pass through the process. Where
+``sendfile`` cannot write to a file (not Linux), they go through one reused buffer of
+``staging.CHUNK`` bytes, allocated and its pages touched before the window: one copy
+more.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 
 from storeprobe.backends.base import Capabilities, Landing, SyncBackend, SyncBound, arrange
@@ -27,6 +32,8 @@ from storeprobe.transfer import Clock
 __all__ = ["LocalBackend", "evict_from_page_cache"]
 
 _HEAD = 64 * 1024  # bytes read before the first-byte mark
+#: sendfile copies between regular files (Linux since 2.6.33)
+_SENDFILE = sys.platform.startswith("linux")
 
 
 def _buffer(body: Body | None) -> memoryview:
@@ -73,15 +80,24 @@ def _chunk_buffer() -> memoryview:
     return memoryview(buffer)
 
 
-def _put_staged(path: str, staged: StagedFile, buffer: memoryview) -> Outcome:
-    """Write the staged file to ``path`` (create-only, fsynced), one buffer at a time."""
+def _copy(source: int, target: int, offset: int, count: int, buffer: memoryview | None) -> int:
+    """Copy up to ``count`` bytes from ``source`` at ``offset`` to ``target`` at its
+    position (in the kernel, or through ``buffer``); return how many (0: end of file)."""
+    if buffer is None:
+        return os.sendfile(target, source, offset, count)
+    got = os.preadv(source, [buffer[:count]], offset)
+    _write_all(target, buffer[:got])
+    return got
+
+
+def _put_staged(path: str, staged: StagedFile, buffer: memoryview | None) -> Outcome:
+    """Write the staged file to ``path`` (create-only, fsynced), a chunk at a time."""
     source = os.open(staged.path, os.O_RDONLY)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             sent = 0
-            while got := os.preadv(source, [buffer], sent):
-                _write_all(fd, buffer[:got])
+            while got := _copy(source, fd, sent, CHUNK, buffer):
                 sent += got
             os.fsync(fd)
         finally:
@@ -91,14 +107,17 @@ def _put_staged(path: str, staged: StagedFile, buffer: memoryview) -> Outcome:
     return Outcome(sent=sent)
 
 
-def _read_staged(path: str, staging: Staging, buffer: memoryview, clock: Clock) -> Outcome:
-    """Read ``path`` whole into the staging file, one buffer at a time."""
-    with open(path, "rb", buffering=0) as handle:
-        received = handle.readinto(buffer[:_HEAD]) or 0
+def _read_staged(path: str, staging: Staging, buffer: memoryview | None, clock: Clock) -> Outcome:
+    """Read ``path`` whole into the staging file, a chunk at a time."""
+    source = os.open(path, os.O_RDONLY)
+    try:
+        os.lseek(staging.fd, 0, os.SEEK_SET)  # the copies write at its position
+        received = _copy(source, staging.fd, 0, _HEAD, buffer)
         first_byte = clock()
-        staging.write(0, buffer[:received])
-        while got := handle.readinto(buffer):
-            received += staging.write(received, buffer[:got])
+        while got := _copy(source, staging.fd, received, CHUNK, buffer):
+            received += got
+    finally:
+        os.close(source)
     return Outcome(received=received, first_byte_ns=first_byte)
 
 
@@ -148,7 +167,7 @@ class LocalBackend(SyncBackend):
         path = request.key
         kind = request.kind
         if kind is Kind.PUT and isinstance(body, StagedFile):
-            staged, buffer = body, _chunk_buffer()
+            staged, buffer = body, None if _SENDFILE else _chunk_buffer()
             return SyncJob(kind, lambda: _put_staged(path, staged, buffer))
         if kind is Kind.PUT:
             view = _buffer(body)
@@ -165,7 +184,7 @@ class LocalBackend(SyncBackend):
             return SyncJob(kind, put)
         if kind is Kind.GET:
             if isinstance(into, Staging):
-                staging, buffer = into, _chunk_buffer()
+                staging, buffer = into, None if _SENDFILE else _chunk_buffer()
                 return SyncJob(kind, lambda: _read_staged(path, staging, buffer, clock))
             start, stop = request.start, request.stop
             buffer_into = into
