@@ -21,7 +21,6 @@ thread pool (:func:`run_sync`).
 
 from __future__ import annotations
 
-import array
 import asyncio
 import threading
 import time
@@ -123,18 +122,20 @@ class Record:
     """The engine's per-request record of one plan, preallocated before the window.
 
     One slot per request, at the request's position in the plan: its start and end
-    marks (int64 ns) and its worker (int32) in :mod:`array` arrays, and its outcome in a
-    list. Recording a request inside the window is four stores into memory allocated
-    before it, 20 bytes of record per request (plus the outcome's list slot), where a
-    tuple per request took about 190 bytes of new objects (``benchmarks/scale.py``).
+    marks (int64 ns) and its worker (int32) in typed memoryviews over zeroed buffers,
+    and its outcome in a list. Recording a request inside the window is four stores into
+    memory allocated before it: 20 bytes of record per request (plus the outcome's list
+    slot), where a tuple per request held about 260 bytes of new objects
+    (``benchmarks/scale.py``). A memoryview store converts the int in place; it costs
+    fewer instructions than a store into an ``array.array`` or a numpy array.
     """
 
     __slots__ = ("end", "outcomes", "start", "worker")
 
     def __init__(self, size: int) -> None:
-        self.start = array.array("q", bytes(8 * size))
-        self.end = array.array("q", bytes(8 * size))
-        self.worker = array.array("i", bytes(4 * size))
+        self.start = memoryview(bytearray(8 * size)).cast("q")
+        self.end = memoryview(bytearray(8 * size)).cast("q")
+        self.worker = memoryview(bytearray(4 * size)).cast("i")
         self.outcomes: list[Outcome | None] = [None] * size
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -147,10 +148,8 @@ class Record:
 
     @property
     def nbytes(self) -> int:
-        """Bytes the record holds per plan: the arrays and the outcome slots."""
-        return (self.start.itemsize + self.end.itemsize + self.worker.itemsize) * len(
-            self.start
-        ) + 8 * len(self.outcomes)
+        """Bytes the record holds: the three arrays and the outcome slots."""
+        return self.start.nbytes + self.end.nbytes + self.worker.nbytes + 8 * len(self.outcomes)
 
 
 @frozen(kw_only=True)
@@ -301,12 +300,12 @@ def _run_phase_sync(
 ) -> None:
     queue = enumerate(jobs, offset)
     queue_lock = threading.Lock()
-    failed = threading.Event()
+    failed: list[bool] = []  # a failure appends: a list test is cheaper than Event.is_set
     # each request's slot is its own: workers never store into the same one
     starts, ends, numbers, outcomes = record.start, record.end, record.worker, record.outcomes
 
     def worker(number: int = 0) -> None:
-        while not failed.is_set():
+        while not failed:
             with queue_lock:
                 item = next(queue, None)
             if item is None:
@@ -316,7 +315,7 @@ def _run_phase_sync(
             try:
                 outcome = job.call()
             except BaseException:
-                failed.set()
+                failed.append(True)
                 raise
             ends[position] = clock()
             starts[position] = start
