@@ -15,7 +15,7 @@ here as the tests start it; obstore, storeprobe's default client, and s3fs):
   in-memory path (``stage_above`` above it), in alternating rounds in one process, the
   median of each; the ratio is staged ÷ in memory (above 1: staging is faster).
 
-    python benchmarks/memory.py [--size 4GiB] [--json memory.json]
+    python benchmarks/memory.py [--size 4GiB] [--targets local obstore s3fs] [--json FILE]
     python benchmarks/memory.py --ratio [--rounds 5] [--ratio-size 256MiB] [--streams 1 8]
 
 Staging files go to ``TMPDIR``; the script checks that it and the work directory have
@@ -186,6 +186,9 @@ def main() -> None:
     parser.add_argument("--ratio-size", default="256MiB")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--streams", type=int, nargs="+", default=[1, 8], help="for --ratio")
+    parser.add_argument(
+        "--targets", nargs="+", default=["local", "obstore", "s3fs"], help="local obstore s3fs"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     size = parse_size(args.ratio_size if args.ratio else args.size)
@@ -200,6 +203,7 @@ def main() -> None:
                 ("S3 (obstore)", "s3://bench/memory", s3, {"client": "obstore"}),
                 ("S3 (s3fs)", "s3://bench/memory", s3, {"client": "s3fs"}),
             ]
+            targets = [t for t in targets if t[3].get("client", "local") in args.targets]
             if args.ratio:
                 print("| target | operation | streams | in memory MiB/s | staged MiB/s | ratio |")
                 print("|---|---|---:|---:|---:|---:|")
