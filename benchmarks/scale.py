@@ -3,8 +3,9 @@
 Each case runs in its own process (so peak RSS is its own), one repeat:
 
 - 1 000, 10 000 and 100 000 objects of 4 KiB (``--counts``), upload and download at one
-  stream, on memory:// (storeprobe's own per-object cost) and on a local disk: seconds
-  per object in the timed window and its ratio to the 1 000-object figure (linear cost
+  stream, ``--rounds`` processes per case taken round-robin over the counts (medians),
+  on memory:// (storeprobe's own per-object cost) and on a local disk: seconds per
+  object in the timed window and its ratio to the 1 000-object figure (linear cost
   keeps the ratio near 1), the whole ``measure`` call per object (the untimed steps
   too: naming, bodies, setup, verification, cleanup) and its ratio, and the process's
   peak RSS (``VmHWM``) beside its RSS after imports. A bare loop of the same system calls
@@ -18,7 +19,8 @@ Each case runs in its own process (so peak RSS is its own), one repeat:
   object is in flight; at 8 streams, 8 parts — the object is staged through a local
   file).
 
-    python benchmarks/scale.py [--counts 1000 10000 100000] [--large] [--json out.json]
+    python benchmarks/scale.py [--counts 1000 10000 100000] [--rounds 3] [--large]
+        [--before OTHER_CHECKOUT] [--json out.json]
 """
 
 from __future__ import annotations
@@ -141,7 +143,11 @@ def bare_local(count: int, size: int = 4096) -> tuple[float, float]:
     return upload / count * 1e6, download / count * 1e6
 
 
-def counts_table(counts: list[int], rows: list[dict]) -> None:
+def counts_table(counts: list[int], rounds: int, rows: list[dict]) -> None:
+    """Each case ``rounds`` times, round-robin over the counts (a drift of the machine
+    hits every count alike); medians of the per-object figures, the highest peak RSS."""
+    import statistics
+
     print(
         "| target | objects | operation | µs per object (window) | ÷ 1 000 "
         "| µs per object (whole call) | ÷ 1 000 | peak RSS (MiB) | after imports (MiB) |"
@@ -149,25 +155,37 @@ def counts_table(counts: list[int], rows: list[dict]) -> None:
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
     for name, url in (("memory", "memory://scale"), ("local", "")):
         for operation in ("upload", "download"):
-            first: dict | None = None
+            runs: dict[int, list[dict]] = {count: [] for count in counts}
+            for _ in range(rounds):
+                for count in counts:
+                    runs[count].append(run(url, {}, f"{count}x4KiB", operation, 1))
+            first: tuple[float, float] | None = None
             for count in counts:
-                f = run(url, {}, f"{count}x4KiB", operation, 1)
-                first = first or f
-                rows.append({"target": name, "count": count, "op": operation, **f})
+                window = statistics.median(f["per_object_us"] for f in runs[count])
+                whole = statistics.median(f["whole_per_object_us"] for f in runs[count])
+                peak = max(f["peak_rss_mib"] for f in runs[count])
+                baseline = max(f["baseline_rss_mib"] for f in runs[count])
+                first = first or (window, whole)
+                rows.append(
+                    {"target": name, "count": count, "op": operation, "rounds": runs[count]}
+                )
                 print(
-                    f"| {name} | {count:,} | {operation} | {f['per_object_us']:.1f} "
-                    f"| {f['per_object_us'] / first['per_object_us']:.2f} "
-                    f"| {f['whole_per_object_us']:.1f} "
-                    f"| {f['whole_per_object_us'] / first['whole_per_object_us']:.2f} "
-                    f"| {f['peak_rss_mib']:.0f} | {f['baseline_rss_mib']:.0f} |".replace(",", " "),
+                    f"| {name} | {count:,} | {operation} | {window:.1f} | {window / first[0]:.2f} "
+                    f"| {whole:.1f} | {whole / first[1]:.2f} | {peak:.0f} "
+                    f"| {baseline:.0f} |".replace(",", " "),
                     flush=True,
                 )
     print()
     print("| bare loop, local | objects | µs per file upload | ÷ 1 000 | download | ÷ 1 000 |")
     print("|---|---:|---:|---:|---:|---:|")
+    bare: dict[int, list[tuple[float, float]]] = {count: [] for count in counts}
+    for _ in range(rounds):
+        for count in counts:
+            bare[count].append(bare_local(count))
     reference: tuple[float, float] | None = None
     for count in counts:
-        up, down = bare_local(count)
+        up = statistics.median(u for u, _ in bare[count])
+        down = statistics.median(d for _, d in bare[count])
         reference = reference or (up, down)
         rows.append({"target": "bare local loop", "count": count, "up": up, "down": down})
         print(
@@ -206,6 +224,7 @@ def large_table(rows: list[dict]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--counts", type=int, nargs="+", default=[1000, 10000, 100000])
+    parser.add_argument("--rounds", type=int, default=3, help="processes per case (median)")
     parser.add_argument("--large", action="store_true", help="the 2 GiB peak-RSS cases")
     parser.add_argument("--before", type=Path, help="another checkout: its record size too")
     parser.add_argument("--json", type=Path)
@@ -223,7 +242,7 @@ def main() -> None:
         )
     print(f"| this checkout | {record['held']:.1f} B/request | {record['peak']:.1f} B/request |")
     print()
-    counts_table(args.counts, rows)
+    counts_table(args.counts, args.rounds, rows)
     if args.large:
         print()
         large_table(rows)
