@@ -134,6 +134,8 @@ class Measurement:
                 "the parts in flight" if needed < workload.total_bytes else "one repeat's payload"
             )
             check_memory(workload, needed, holds)
+        if layout.staged or (setup is not None and setup.staged):
+            Staging.check_room(workload.size)  # before anything is written
         environment, prefix = open_run(target, self.label, self.timeout)
 
         written: list[str] = []

@@ -51,14 +51,7 @@ class Staging:
     """A temporary file of ``size`` bytes, mapped shared into memory, deleted on close."""
 
     def __init__(self, size: int, directory: str | None = None) -> None:
-        directory = directory or tempfile.gettempdir()
-        free = shutil.disk_usage(directory).free
-        if free < size + 64 * MiB:
-            raise ConfigurationError(
-                f"staging one object of {format_size(size)} needs that much free space in "
-                f"{directory} ({format_size(free)} free): point TMPDIR at a larger disk, or "
-                "raise stage_above so the object is held in memory"
-            )
+        directory = self.check_room(size, directory)
         self.size = size
         self._file = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed in close()
             prefix="storeprobe-staging-", dir=directory
@@ -68,6 +61,20 @@ class Staging:
         os.ftruncate(self.fd, size)
         self._map = mmap.mmap(self.fd, size, flags=mmap.MAP_SHARED)
         self.view = memoryview(self._map)
+
+    @staticmethod
+    def check_room(size: int, directory: str | None = None) -> str:
+        """The staging directory (``TMPDIR`` by default), once it has room for ``size``
+        bytes and 64 MiB more; else :class:`ConfigurationError` saying what to do."""
+        directory = directory or tempfile.gettempdir()
+        free = shutil.disk_usage(directory).free
+        if free < size + 64 * MiB:
+            raise ConfigurationError(
+                f"staging one object of {format_size(size)} needs that much free space in "
+                f"{directory} ({format_size(free)} free): point TMPDIR at a larger disk, or "
+                "use a smaller object"
+            )
+        return directory
 
     @classmethod
     def of_payload(cls, workload: Workload, index: int, directory: str | None = None) -> Staging:

@@ -260,9 +260,16 @@ CASES = [
     ),
     Case(
         "workload larger than the memory available",
-        lambda e: Probe.from_url(str(e.tmp)).upload(Workload(count=1, size="4TiB")),
+        lambda e: Probe.from_url(str(e.tmp)).upload(Workload(count=1024, size="4GiB")),
         ConfigurationError,
         "of memory",
+        lambda e: ["run", str(e.tmp), "--workload", "1024x4GiB"],
+    ),
+    Case(
+        "one object larger than the free disk space for staging",
+        lambda e: Probe.from_url(str(e.tmp)).upload(Workload(count=1, size="4TiB")),
+        ConfigurationError,
+        "free space",
         lambda e: ["run", str(e.tmp), "--workload", "1x4TiB"],
     ),
     Case(
