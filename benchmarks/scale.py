@@ -19,8 +19,8 @@ Each case runs in its own process (so peak RSS is its own), one repeat:
   object is in flight; at 8 streams, 8 parts — the object is staged through a local
   file).
 
-    python benchmarks/scale.py [--counts 1000 10000 100000] [--rounds 3] [--large]
-        [--before OTHER_CHECKOUT] [--json out.json]
+    python benchmarks/scale.py [--counts 1000 10000 100000] [--rounds 3]
+        [--targets memory local] [--large] [--before OTHER_CHECKOUT] [--json out.json]
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def bare_local(count: int, size: int = 4096) -> tuple[float, float]:
     return upload / count * 1e6, download / count * 1e6
 
 
-def counts_table(counts: list[int], rounds: int, rows: list[dict]) -> None:
+def counts_table(counts: list[int], rounds: int, targets: list[str], rows: list[dict]) -> None:
     """Each case ``rounds`` times, round-robin over the counts (a drift of the machine
     hits every count alike); medians of the per-object figures, the highest peak RSS."""
     import statistics
@@ -154,6 +154,8 @@ def counts_table(counts: list[int], rounds: int, rows: list[dict]) -> None:
     )
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
     for name, url in (("memory", "memory://scale"), ("local", "")):
+        if name not in targets:
+            continue
         for operation in ("upload", "download"):
             runs: dict[int, list[dict]] = {count: [] for count in counts}
             for _ in range(rounds):
@@ -175,6 +177,8 @@ def counts_table(counts: list[int], rounds: int, rows: list[dict]) -> None:
                     f"| {baseline:.0f} |".replace(",", " "),
                     flush=True,
                 )
+    if "local" not in targets:
+        return
     print()
     print("| bare loop, local | objects | µs per file upload | ÷ 1 000 | download | ÷ 1 000 |")
     print("|---|---:|---:|---:|---:|---:|")
@@ -225,6 +229,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--counts", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--rounds", type=int, default=3, help="processes per case (median)")
+    parser.add_argument(
+        "--targets", nargs="+", choices=("memory", "local"), default=["memory", "local"]
+    )
     parser.add_argument("--large", action="store_true", help="the 2 GiB peak-RSS cases")
     parser.add_argument("--before", type=Path, help="another checkout: its record size too")
     parser.add_argument("--json", type=Path)
@@ -242,7 +249,7 @@ def main() -> None:
         )
     print(f"| this checkout | {record['held']:.1f} B/request | {record['peak']:.1f} B/request |")
     print()
-    counts_table(args.counts, args.rounds, rows)
+    counts_table(args.counts, args.rounds, args.targets, rows)
     if args.large:
         print()
         large_table(rows)
