@@ -8,6 +8,10 @@ rounds (one process, fleet, one process, fleet...), medians of each round's best
 ``--repeats``. The fleet moves twice the bytes in each window (one object per worker):
 throughput is bytes over the common window either way.
 
+A third column, 2 plain processes × 4 streams started together by a multiprocessing
+barrier (no Dask, same window arithmetic), tells what Dask costs from what two client
+processes on this machine can do.
+
 Part 2: the start spread and the coordinator's overhead against the worker count
 (LocalClusters of 1, 2, 4 and 8 process workers) on the local disk, small objects.
 
@@ -17,17 +21,94 @@ Part 2: the start spread and the coordinator's overhead against the worker count
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from storeprobe import Probe, Workload
-from storeprobe.distributed import cluster
+from storeprobe.distributed import Window, aggregate, cluster
+from storeprobe.measurement import Measurement
 from storeprobe.units import format_rate
 from tests.servers import S3_KEY, S3_SECRET, rclone_s3
+
+
+class _BarrierGate:
+    """A Gate for plain processes on one machine: a multiprocessing barrier per window,
+    windows recorded on the shared monotonic clock."""
+
+    def __init__(self, barrier: Any) -> None:
+        self.barrier = barrier
+        self.windows: dict[int, tuple[int, int]] = {}
+
+    def wait(self, repeat: int) -> None:
+        self.barrier.wait()
+
+    def opened(self, repeat: int, start_ns: int, end_ns: int) -> None:
+        self.windows[repeat] = (start_ns, end_ns)
+
+    def abandon(self, repeat: int) -> None:
+        self.barrier.abort()
+
+
+def _plain_worker(
+    url: str,
+    options: dict[str, Any],
+    operation: str,
+    size: str,
+    repeats: int,
+    index: int,
+    barrier: Any,
+    out: Any,
+) -> None:
+    gate = _BarrierGate(barrier)
+    target = Probe.from_url(url + f"/p{index}", options).target
+    result = Measurement(
+        target=target,
+        operation=operation,  # type: ignore[arg-type]
+        workload=Workload(count=1, size=size, seed=index + 1),
+        streams=4,
+        repeats=repeats,
+        verify=True,
+        timeout=300.0,
+        part_size=None,
+        stage_above=1 << 30,
+        label=None,
+        clock=time.perf_counter_ns,
+        callback=None,
+        gate=gate,
+    ).run()
+    out.put((index, result.samples, gate.windows))
+
+
+def plain_processes(
+    url: str, options: dict[str, Any], operation: str, size: str, repeats: int
+) -> float:
+    """Best aggregate rate of 2 plain processes × 4 streams (no Dask), bytes/s."""
+    context = multiprocessing.get_context("spawn")
+    barrier, out = context.Barrier(2), context.Queue()
+    processes = [
+        context.Process(
+            target=_plain_worker, args=(url, options, operation, size, repeats, i, barrier, out)
+        )
+        for i in range(2)
+    ]
+    for process in processes:
+        process.start()
+    reports = {index: (samples, windows) for index, samples, windows in (out.get(), out.get())}
+    for process in processes:
+        process.join()
+    rates = []
+    for repeat in range(repeats):
+        parts = [reports[i][0][repeat] for i in range(2)]
+        windows = [Window(*reports[i][1][repeat]) for i in range(2)]
+        rates.append(aggregate(parts, windows)[0].bytes_per_s)
+    return max(rates)
 
 
 def part_one(size: str, rounds: int, repeats: int) -> None:
@@ -49,6 +130,9 @@ def part_one(size: str, rounds: int, repeats: int) -> None:
                 for operation in ("upload", "download"):
                     one = single.measure(operation, workload)  # type: ignore[arg-type]
                     many = fleet.measure(operation, workload)  # type: ignore[arg-type]
+                    figures.setdefault((operation, "2 processes × 4"), []).append(
+                        plain_processes("s3://bench/plain", options, operation, size, repeats)
+                    )
                     for name, result in (("1 process × 8", one), ("2 workers × 4", many)):
                         if not result.ok:
                             raise SystemExit(f"{name} {operation} failed: {result.errors}")
@@ -58,14 +142,18 @@ def part_one(size: str, rounds: int, repeats: int) -> None:
                     overheads.append(many.fleet.coordinator_ns)
                 print(f"round {number + 1}/{rounds} done", file=sys.stderr)
         print(f"\n## {size} per object on rclone serve s3, {rounds} interleaved rounds")
-        print("| operation | 1 process × 8 streams | 2 workers × 4 streams | ratio |")
-        print("|---|---:|---:|---:|")
+        print(
+            "| operation | 1 process × 8 streams | 2 Dask workers × 4 | ratio | "
+            "2 plain processes × 4 (no Dask) | ratio |"
+        )
+        print("|---|---:|---:|---:|---:|---:|")
         for operation in ("upload", "download"):
-            one = statistics.median(figures[(operation, "1 process × 8")])
-            many = statistics.median(figures[(operation, "2 workers × 4")])
+            solo = statistics.median(figures[(operation, "1 process × 8")])
+            dask = statistics.median(figures[(operation, "2 workers × 4")])
+            plain = statistics.median(figures[(operation, "2 processes × 4")])
             print(
-                f"| {operation} | {format_rate(one, 'MiB/s')} | {format_rate(many, 'MiB/s')} "
-                f"| {many / one:.2f}× |"
+                f"| {operation} | {format_rate(solo, 'MiB/s')} | {format_rate(dask, 'MiB/s')} "
+                f"| {dask / solo:.2f}× | {format_rate(plain, 'MiB/s')} | {plain / solo:.2f}× |"
             )
         print(
             f"\nstart spread over {len(spreads)} windows: median "
