@@ -2,12 +2,15 @@
 
 Wall time on a shared machine cannot tell linear from quadratic reliably; these tests
 count what makes it: clock reads per request (an injected clock), keys of the memory
-store visited per object (an O(n) scan per object is what made N uploads O(N²)), and
-bytes the engine's per-request record holds.
+store visited per object (an O(n) scan per object is what made N uploads O(N²)), the
+bytes the engine's per-request record holds, and that the objects alive before a window
+are kept out of the garbage collector's passes inside it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -17,7 +20,7 @@ import pytest
 from fsspec.implementations.memory import MemoryFileSystem
 
 from storeprobe import Probe, Workload, transfer
-from storeprobe.request import Kind, Outcome, SyncJob
+from storeprobe.request import AsyncJob, Kind, Outcome, SyncJob
 from tests.helpers import StepClock
 
 COUNTS = (100, 1000)
@@ -97,3 +100,23 @@ def test_the_record_is_a_few_bytes_per_request_at_any_count() -> None:
     # start and end (8 B each), worker (4 B) and the outcome's list slot (8 B)
     assert 20 <= large <= 32
     assert abs(small - large) < 4
+
+
+@pytest.mark.parametrize("engine", ["sync", "async"])
+def test_objects_alive_before_the_window_are_frozen_out_of_gc_passes_in_it(engine: str) -> None:
+    # a full collection inside the window would walk the plan's O(N) objects
+    seen: list[int] = []
+
+    def call() -> Outcome:
+        seen.append(gc.get_freeze_count())
+        return Outcome(sent=1)
+
+    async def acall() -> Outcome:
+        return call()
+
+    if engine == "sync":
+        transfer.run_sync(((SyncJob(Kind.PUT, call),),), 1, time.perf_counter_ns)
+    else:
+        asyncio.run(transfer.run_async(((AsyncJob(Kind.PUT, acall),),), 1, time.perf_counter_ns))
+    assert seen[0] > 0
+    assert gc.get_freeze_count() == 0
