@@ -39,7 +39,7 @@ import numpy as np
 from attrs import field, frozen
 
 from storeprobe.errors import ConfigurationError, MissingDependencyError
-from storeprobe.execution import bounded, delete_names, open_run
+from storeprobe.execution import clear_prefix, open_run
 from storeprobe.measurement import Measurement
 from storeprobe.notices import Code, Notice
 from storeprobe.result import OPERATIONS, Fleet, Member, Result, Sample
@@ -589,22 +589,13 @@ class _Coordinator:
 
     # -- cleanup ---------------------------------------------------------------------------
     def _clean(self, prefix: str, folders: Sequence[str]) -> list[str]:
-        """Delete whatever remains under the run prefix (a lost worker's objects), then
-        the folders and the prefix; return what could not be removed."""
+        """Delete whatever remains under the run prefix (a lost worker's objects: the
+        prefix is fresh and the run's own), then the folders and the prefix; return what
+        could not be removed."""
         backend = self.target.backend
-        timeout = self.settings.timeout
-        found: list[list[str]] = []
-        leftovers: list[str] = []
-        try:
-            backend.fs.invalidate_cache()
-            bounded(lambda: found.append(sorted(backend.fs.find(prefix))), timeout)
-        except FileNotFoundError:
-            found.append([])
-        except Exception as exc:  # reported as a leftover
-            leftovers.append(f"{prefix} (cannot list: {self.target.describe_error(exc)})")
-            found.append([])
-        names = [name for name in found[0] if name.startswith(prefix + "/")]
-        leftovers += delete_names(self.target, names, streams=8, clock=self.clock, timeout=timeout)
+        leftovers = clear_prefix(
+            self.target, prefix, [], streams=8, clock=self.clock, timeout=self.settings.timeout
+        )
         for path in [*(f"{prefix}/{folder}" for folder in folders), prefix]:
             try:
                 backend.remove_prefix(path)
