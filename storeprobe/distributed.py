@@ -24,6 +24,11 @@ A :class:`Distributed` run of a probe (``probe.distributed(workers=4).upload_lar
    is left (a lost worker cannot clean up after itself), and removes the folders.
 
 Dask (``pip install 'storeprobe[distributed]'``) is imported only when a run starts.
+
+Why ~660 lines: the worker's side (the barrier it waits at, its probe) and the
+coordinator's (offsets, releases, loss detection, cleanup, the aggregate Result) are two
+halves of one protocol and change together, so they stay on one page. The window
+arithmetic they share is :func:`storeprobe.sampling.aggregate`.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ from storeprobe.measurement import Measurement
 from storeprobe.notices import Code, Notice
 from storeprobe.result import OPERATIONS, Fleet, Member, Result, Sample
 from storeprobe.resultset import ResultSet
+from storeprobe.sampling import Window, aggregate, estimate_offset
+from storeprobe.seeds import SeedProbes
 from storeprobe.stats import stability_notices
 from storeprobe.target import Recipe, Target
 from storeprobe.transfer import Clock
@@ -72,78 +79,6 @@ OFFSET_ROUNDS = 9
 _POLL_S = 0.05
 #: the workers' warnings that say what the aggregate did too
 _PASSED_ON = (Code.CANNOT_SPLIT, Code.FEW_REQUESTS, Code.NO_CONDITIONAL_WRITE)
-
-
-def estimate_offset(readings: Sequence[tuple[int, int, int]]) -> tuple[int, int]:
-    """A worker's clock offset and its uncertainty (ns) from round trips, NTP-style.
-
-    Each reading is (sent, worker, received): the coordinator's clock when it asked, the
-    worker's clock when it answered, the coordinator's clock when the answer arrived.
-    The reading with the shortest round trip wins: offset = worker − (sent + received)
-    / 2, and the true offset lies within half that round trip of it, whatever the
-    asymmetry of the two legs.
-    """
-    if not readings:
-        raise ValueError("no readings")
-    sent, worker, received = min(readings, key=lambda r: r[2] - r[0])
-    if received < sent:
-        raise ValueError(f"a reading ends before it starts: {sent} > {received}")
-    return worker - (sent + received) // 2, (received - sent + 1) // 2
-
-
-@frozen
-class Window:
-    """One worker's window of one repeat: first request start and last request end, ns
-    on the coordinator's clock."""
-
-    start_ns: int
-    end_ns: int
-
-
-def aggregate(samples: Sequence[Sample], windows: Sequence[Window]) -> tuple[Sample, int]:
-    """One sample for a repeat run by several workers, and its start spread (ns).
-
-    ``samples[i]`` is worker ``i``'s sample (its request offsets relative to its own
-    window), ``windows[i]`` where that window lies on the common time base. The result
-    moves every worker's bytes over (latest end − earliest start); its requests keep
-    their latencies, start at their place on the common base, and carry the worker's
-    number as their stream (so ``first_done_bytes_per_s`` is until the first *worker*
-    finished). CPU time is not summed across machines (None).
-    """
-    if not samples or len(samples) != len(windows):
-        raise ValueError("one window per sample, at least one")
-    opened = min(w.start_ns for w in windows)
-    closed = max(w.end_ns for w in windows)
-    kinds: dict[str, int] = {}
-    for sample in samples:
-        for kind, count in sample.requests_by_kind.items():
-            kinds[kind] = kinds.get(kind, 0) + count
-    offsets = np.concatenate(
-        [s.offsets_ns + (w.start_ns - opened) for s, w in zip(samples, windows, strict=True)]
-    )
-    latencies = np.concatenate([s.latencies_ns for s in samples])
-    retries = [s.retries for s in samples]
-    starts = [w.start_ns for w in windows]
-    return (
-        Sample(
-            nbytes=sum(s.nbytes for s in samples),
-            elapsed_ns=closed - opened,
-            latencies_ns=latencies,
-            max_in_flight=sum(s.max_in_flight for s in samples),
-            retries=None if None in retries else sum(r or 0 for r in retries),
-            offsets_ns=offsets,
-            request_bytes=np.concatenate([s.request_bytes for s in samples]),
-            workers=np.concatenate(
-                [np.full(s.latencies_ns.size, i, np.int64) for i, s in enumerate(samples)]
-            ),
-            ttfb_ns=np.concatenate([s.ttfb_ns for s in samples]),
-            cpu_ns=None,
-            requests_by_kind=kinds,
-            bytes_sent=sum(s.bytes_sent for s in samples),
-            bytes_received=sum(s.bytes_received for s in samples),
-        ),
-        max(starts) - min(starts),
-    )
 
 
 @frozen(kw_only=True)
@@ -243,7 +178,7 @@ def _addresses(dask_scheduler: Any) -> list[str]:
 
 
 @frozen(kw_only=True)
-class Distributed:
+class Distributed(SeedProbes):
     """A probe run on many Dask workers at once (see the module docstring).
 
     ``workers`` is how many take part. With ``client`` (a ``distributed.Client``) or
@@ -300,22 +235,6 @@ class Distributed:
     def download(self, workload: Workload) -> Result:
         """Every worker reads its own copy of ``workload`` back at the same instant."""
         return self.measure("download", workload)
-
-    def upload_small(self) -> Result:
-        """Upload 256 × 16 KiB per worker."""
-        return self.upload(Workload.small())
-
-    def download_small(self) -> Result:
-        """Download 256 × 16 KiB per worker."""
-        return self.download(Workload.small())
-
-    def upload_large(self) -> Result:
-        """Upload 1 × 256 MiB per worker."""
-        return self.upload(Workload.large())
-
-    def download_large(self) -> Result:
-        """Download 1 × 256 MiB per worker."""
-        return self.download(Workload.large())
 
     def run(self, workloads: Sequence[Workload] | None = None) -> ResultSet:
         """Upload and download each workload (default: small, then large) on every

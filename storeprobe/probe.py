@@ -42,6 +42,7 @@ from storeprobe.metadata import (
 )
 from storeprobe.result import OPERATIONS, Result, Transfer
 from storeprobe.resultset import ResultSet
+from storeprobe.seeds import SeedProbes
 from storeprobe.target import Target
 from storeprobe.transfer import Clock
 from storeprobe.units import GiB, format_size, parse_size
@@ -100,7 +101,7 @@ def _default_target(probe: Probe) -> Target:
 
 
 @define
-class Probe:
+class Probe(SeedProbes):
     """Measures uploads and downloads of a :class:`Workload` on one filesystem path.
 
     ``streams`` is the number of requests in flight: ``streams=1`` keeps exactly one at
@@ -177,23 +178,6 @@ class Probe:
         (``"auto"``, ``"obstore"`` or ``"s3fs"``: see :meth:`Target.from_url`)."""
         target = Target.from_url(url, storage_options, client=client)
         return cls(target.fs, target.root, target=target, **options)
-
-    # -- the four probes users name --------------------------------------------------
-    def upload_small(self) -> Result:
-        """Upload 256 × 16 KiB."""
-        return self.upload(Workload.small())
-
-    def download_small(self) -> Result:
-        """Download 256 × 16 KiB."""
-        return self.download(Workload.small())
-
-    def upload_large(self) -> Result:
-        """Upload 1 × 256 MiB."""
-        return self.upload(Workload.large())
-
-    def download_large(self) -> Result:
-        """Download 1 × 256 MiB."""
-        return self.download(Workload.large())
 
     def run(self, workloads: Sequence[Workload] | None = None) -> ResultSet:
         """Upload and download each workload (default: small, then large)."""
