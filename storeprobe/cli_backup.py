@@ -68,7 +68,10 @@ def add_backup_command(
         "the first into an empty directory, each next one over the one before",
     )
     backup.add_argument(
-        "--chunk-size", default="4MiB", metavar="SIZE", help="average chunk of the chunks method"
+        "--chunk-size",
+        default=None,
+        metavar="SIZE",
+        help="average chunk size of a chunking method (default: the method's own)",
     )
     backup.add_argument(
         "--streams", type=int, nargs="+", default=[1], metavar="N", help="requests in flight"

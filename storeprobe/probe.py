@@ -27,7 +27,7 @@ import fsspec
 from attrs import define, field
 from fsspec.callbacks import Callback
 
-from storeprobe.backup import Chunking, Method, backup_restore
+from storeprobe.backup import Method, backup_restore
 from storeprobe.dataset import Image, Tree
 from storeprobe.distributed import Distributed
 from storeprobe.environment import check_label
@@ -215,16 +215,19 @@ class Probe(SeedProbes):
         *,
         versions: int | Sequence[Tree | Image] = 6,
         method: Method = "files",
-        chunk_size: int | str = "4MiB",
+        chunk_size: int | str | None = None,
         restore: Sequence[int] | None = None,
     ) -> ResultSet:
         """Back up ``versions`` versions of ``dataset``, then restore each; one Result per
         step (see :mod:`storeprobe.backup`).
 
         ``versions`` is a count (the dataset and its successive ``evolve()`` results with
-        their defaults) or the versions themselves. ``method`` is ``"files"`` (whole-file
-        sync, as rsync or rclone) or ``"chunks"`` (content-defined chunks of about
-        ``chunk_size`` bytes named by hash, one existence check per chunk). Requests run
+        their defaults) or the versions themselves. ``method`` names the tool whose
+        requests are replayed (:data:`storeprobe.backup.METHODS`: ``"files"`` is
+        whole-file sync, as rclone; ``"chunks"`` a generic chunk store, one existence
+        check per chunk) or is a :class:`~storeprobe.backup.BackupMethod` with its
+        options; ``chunk_size`` (bytes or ``"4MiB"``) sets a chunking method's average
+        chunk size (its default otherwise). Requests run
         ``streams`` at a time; the scenario runs once (``repeats`` does not apply: each
         step depends on the one before). ``restore`` lists the versions to restore, in
         order (default: all, oldest first); the first is restored into an empty
@@ -248,7 +251,7 @@ class Probe(SeedProbes):
                 timeout=self.timeout,
                 clock=self.clock,
                 label=self.label,
-                chunking=Chunking.of(chunk_size),
+                chunk_size=chunk_size,
                 verify=self.verify,
                 restore=restore,
             )
