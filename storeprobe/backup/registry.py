@@ -7,6 +7,7 @@ import attrs
 from storeprobe.backup.chunks import Chunks
 from storeprobe.backup.files import Files
 from storeprobe.backup.method import BackupMethod
+from storeprobe.backup.restic import Restic
 from storeprobe.errors import ConfigurationError
 from storeprobe.manifest import Chunking
 
@@ -14,6 +15,7 @@ __all__ = ["METHODS", "method_for"]
 
 _REGISTRY: dict[str, type[BackupMethod]] = {
     Files.name: Files,
+    Restic.name: Restic,
     Chunks.name: Chunks,
 }
 
