@@ -329,7 +329,7 @@ class _ResticReplay(Replay):
             snapshot["parent"] = self.snapshots[previous.version]
         snapshot |= {
             "tree": root,
-            "paths": [f"/srv/{version.name or 'data'}"],
+            "paths": ["/srv/data"],
             "hostname": _HOST,
             "username": _USER,
         }
