@@ -47,8 +47,10 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from stat import S_ISREG
 from typing import Literal, Protocol
 
+import attrs
 from attrs import define, field, frozen
 
 from storeprobe.dataset import Dataset, File
@@ -87,6 +89,7 @@ __all__ = [
     "Rsnapshot",
     "StoredObject",
     "ToolFailedError",
+    "ToolRun",
     "ToolStep",
     "Workspace",
     "backup_time",
@@ -96,6 +99,7 @@ __all__ = [
     "file_mtime",
     "logging_s3",
     "materialize",
+    "run_tool",
     "tree_stats",
 ]
 
@@ -215,7 +219,7 @@ def tree_stats(path: Path) -> tuple[int, int]:
     for directory, _, names in os.walk(path):
         for name in names:
             stat = (Path(directory) / name).lstat()
-            if not os.path.isfile(Path(directory) / name) or os.path.islink(Path(directory) / name):
+            if not S_ISREG(stat.st_mode):
                 continue
             count += 1
             inodes[(stat.st_dev, stat.st_ino)] = stat.st_size
@@ -253,6 +257,8 @@ class ToolStep:
     seconds: float
     commands: tuple[tuple[str, ...], ...]
     output: str = field(default="", repr=False)  # the last command's stdout
+    #: a restore checked by :func:`run_tool`: what differs from the version (() if nothing)
+    problems: tuple[str, ...] = ()
 
     @property
     def bytes_sent(self) -> int | None:
@@ -530,8 +536,10 @@ class Restic:
         return self.target.step(self.name, "restore", version, before, seconds, [argv], out)
 
     def repository_objects(self) -> dict[str, int]:
-        """Files restic says its repository holds, by type (``restic list TYPE``, untracked
-        by nothing: these requests are logged like any)."""
+        """Files restic says its repository holds, by type (``restic list TYPE --no-lock``).
+
+        Its requests go to the log like any other: take a snapshot before calling it.
+        """
         counts: dict[str, int] = {}
         for kind in ("keys", "locks", "snapshots", "index", "packs"):
             out, _ = self.workspace.run(self._argv("list", kind, "--no-lock"))
@@ -802,3 +810,48 @@ class RcloneSync:
             out, took = self.workspace.run(argv)
             seconds += took
         return self.target.step(self.name, "restore", version, before, seconds, commands, out)
+
+
+@frozen(kw_only=True)
+class ToolRun:
+    """A tool's backups of each version in turn, then its restores (and ``init``)."""
+
+    tool: str
+    init: ToolStep | None
+    backups: tuple[ToolStep, ...]
+    restores: tuple[ToolStep, ...]
+
+    @property
+    def steps(self) -> tuple[ToolStep, ...]:
+        """Every step in the order run."""
+        return ((self.init,) if self.init else ()) + self.backups + self.restores
+
+
+def run_tool(
+    tool: BackupTool,
+    versions: Sequence[Dataset],
+    source: Path,
+    restore_dir: Path | None = None,
+    *,
+    restore: Sequence[int] | None = None,
+) -> ToolRun:
+    """Materialize each version into ``source`` and back it up; then restore and check.
+
+    ``restore`` lists the versions to restore (default: every one) into
+    ``restore_dir/<k>``, each checked against its version (``ToolStep.problems``) and
+    removed afterwards; ``restore_dir=None`` restores nothing. A :class:`Restic` is
+    ``init``-ed first (that step is ``ToolRun.init``).
+    """
+    init = tool.init() if isinstance(tool, Restic) and not tool.snapshots else None
+    backups = []
+    for version in versions:
+        materialize(version, source)
+        backups.append(tool.backup(version))
+    restores = []
+    if restore_dir is not None:
+        for k in range(len(versions)) if restore is None else restore:
+            into = restore_dir / str(k)
+            step = tool.restore(k, into)
+            restores.append(attrs.evolve(step, problems=check_directory(versions[k], into)))
+            shutil.rmtree(into, ignore_errors=True)
+    return ToolRun(tool=tool.name, init=init, backups=tuple(backups), restores=tuple(restores))

@@ -34,6 +34,7 @@ from tests.backup_tools import (
     file_mtime,
     logging_s3,
     materialize,
+    run_tool,
 )
 
 TREE = Tree.generate(48, Sizes.uniform("1KiB", "12KiB"), seed=7)
@@ -244,11 +245,13 @@ def test_duplicity_on_s3_and_disk(workspace: Workspace, tmp_path: Path) -> None:
 def test_rdiff_backup(workspace: Workspace, tmp_path: Path) -> None:
     source = tmp_path / "src"
     rdiff = RdiffBackup(workspace, source, tmp_path / "rdiff")
-    first, second = _run(rdiff, source)
+    run = run_tool(rdiff, VERSIONS, source, tmp_path / "out")
+    first, second = run.backups
     assert first.requests is None
     assert first.objects > len(TREE.files)  # the mirror plus rdiff-backup-data
     assert 0 < second.space - first.space < TREE.total_bytes / 2  # increments, not a copy
-    _restore_checked(rdiff, tmp_path / "out")
+    assert [(step.version, step.problems) for step in run.restores] == [(0, ()), (1, ())]
+    assert not (tmp_path / "out" / "0").exists()  # run_tool removes what it restored
 
 
 def test_rsnapshot_links_unchanged_files(workspace: Workspace, tmp_path: Path) -> None:
