@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs on a fresh machine: the package with its test
 # tools (pip), the Azure emulator Azurite (npm, into ./node_modules), OpenSSH's sshd,
-# iproute2, e2fsprogs and Chromium (apt). The servers themselves are started and stopped by the tests.
+# iproute2, e2fsprogs, Chromium and the backup tools restic, rdiff-backup, duplicity and
+# rsync (apt). The servers themselves are started and stopped by the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -17,6 +18,12 @@ missing=()
 command -v ip >/dev/null && command -v tc >/dev/null || missing+=(iproute2)
 command -v chattr >/dev/null || missing+=(e2fsprogs)
 command -v chromium >/dev/null || missing+=(chromium)
+# the real backup tools the backup methods are proven against (tests/backup_tools.py);
+# duplicity's boto3+s3:// backend imports boto3 from Debian's /usr/bin/python3
+for tool in restic rdiff-backup duplicity rsync; do
+  command -v "$tool" >/dev/null || missing+=("$tool")
+done
+/usr/bin/python3 -c 'import boto3' 2>/dev/null || missing+=(python3-boto3)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
