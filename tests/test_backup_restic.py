@@ -2,12 +2,14 @@
 restic 0.14 itself on the same versions against the logging S3 server (moto).
 
 Side by side: each version is materialized into a directory and backed up by the real
-restic (bucket ``restic-tool``, with a cache dir, the default a user has), then the
-method runs on the same versions through storeprobe (bucket ``restic-method``, obstore);
-per backup and per restore, requests of each kind must be within 30 % or 3 of restic's,
-bytes written and read within 10 %, objects and space on the target within 10 %
-(issue 23's tolerances). restic's ``init`` is counted in its first backup: the method's
-first backup makes the repository, as a user's first ``restic init && restic backup``.
+restic (bucket ``restic-tool``, with a cache dir, the default a user has, and
+``GOMAXPROCS=1``: one blob saver, so blobs enter packs in file order), then the method
+runs on the same versions through storeprobe (bucket ``restic-method``, obstore) with
+the chunker polynomial of restic's repository (``restic cat config``); per backup and
+per restore, requests of each kind must be within 30 % or 3 of restic's, bytes written
+and read within 10 %, objects and space on the target within 10 % (issue 23's
+tolerances). restic's ``init`` is counted in its first backup: the method's first
+backup makes the repository, as a user's first ``restic init && restic backup``.
 Requests about the bucket itself (restic's HEAD of the bucket in ``init``) are left out:
 a storeprobe run never asks about its bucket.
 """
@@ -253,10 +255,19 @@ def _figures(tool: Sequence[ToolStep], method: Result) -> tuple[dict[str, int], 
 Row = tuple[str, Mapping[str, int], Mapping[str, int]]
 
 
+class _OneBlobSaver(Workspace):
+    """restic with ``GOMAXPROCS=1``: one blob saver, so the blobs enter their packs in
+    the order the files' chunks come (with more, the order varies from run to run, and
+    so do the ranges a restore reads)."""
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return super().env(GOMAXPROCS="1", **extra)
+
+
 def side_by_side(s3: LoggingS3, root: Path, versions: Sequence[Dataset], label: str) -> list[Row]:
     """Run restic, then the method with restic's chunker polynomial, on ``versions``; per
     step (name, restic's figures, the method's)."""
-    workspace = Workspace(root / "workspace", s3)
+    workspace = _OneBlobSaver(root / "workspace", s3)
     source = root / "source"
     source.mkdir()
     tool = ResticTool.on_s3(workspace, source, bucket="restic-tool", prefix=label)

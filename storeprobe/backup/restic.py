@@ -37,7 +37,9 @@ rule and its source (restic's ``doc/design.rst``, "Repository Format", "Pack For
   block) and encrypted (16 B IV + 16 B MAC), then appended to a pack; a pack is
   finished once it reaches ``pack_size`` (restic's ``--pack-size``, 16 MiB by default
   since 0.14.0, "Allow pack size customization", #3731; packs may be larger by the last
-  blob). At the end of the pack comes the encrypted header, 41 B per compressed blob
+  blob). Blobs enter packs in the order of the files' chunks, as restic's do with one
+  blob saver (``GOMAXPROCS=1``; with more, concurrent savers reorder neighbouring blobs
+  from run to run, and with them the ranges a restore reads). At the end of the pack comes the encrypted header, 41 B per compressed blob
   (type, length, uncompressed length, SHA-256) + 32 B, then its 4-byte length
   (design.rst, "Pack Format"). Data blobs and tree blobs go into separate packs.
 - **Trees**: one tree blob per directory (its nodes as restic's JSON, with names,
