@@ -39,9 +39,10 @@ rule and its source (restic's ``doc/design.rst``, "Repository Format", "Pack For
   since 0.14.0, "Allow pack size customization", #3731; packs may be larger by the last
   blob). Blobs enter packs in the order of the files' chunks, as restic's do with one
   blob saver (``GOMAXPROCS=1``; with more, concurrent savers reorder neighbouring blobs
-  from run to run, and with them the ranges a restore reads). At the end of the pack comes the encrypted header, 41 B per compressed blob
-  (type, length, uncompressed length, SHA-256) + 32 B, then its 4-byte length
-  (design.rst, "Pack Format"). Data blobs and tree blobs go into separate packs.
+  from run to run, and with them the ranges a restore reads). At the end of the pack
+  comes the encrypted header, 41 B per compressed blob (type, length, uncompressed
+  length, SHA-256) + 32 B, then its 4-byte length (design.rst, "Pack Format"). Data
+  blobs and tree blobs go into separate packs.
 - **Trees**: one tree blob per directory (its nodes as restic's JSON, with names,
   modes, times, sizes, inodes and content or subtree IDs), compressed and encrypted;
   an unchanged directory keeps its tree, a change makes new trees up to the root
