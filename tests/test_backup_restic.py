@@ -21,12 +21,14 @@ import os
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any, ClassVar
 
+import attrs
 import pytest
 
 from storeprobe import Probe
-from storeprobe.backup import Restic, method_for
-from storeprobe.dataset import Dataset, Image, Sizes, Tree
+from storeprobe.backup import Replay, Restic, Session, method_for
+from storeprobe.dataset import Image, Sizes, Tree
 from storeprobe.errors import ConfigurationError
 from storeprobe.result import Result
 from storeprobe.units import KiB, MiB
@@ -44,9 +46,9 @@ from tests.conftest import s3_options
 from tests.helpers import tree
 
 TREE = Tree.source_tree(size="8MiB", seed=1)
-TREES: tuple[Dataset, ...] = (TREE, TREE.evolve(seed=1), TREE.evolve(seed=1).evolve(seed=2))
+TREES: tuple[Tree, ...] = (TREE, TREE.evolve(seed=1), TREE.evolve(seed=1).evolve(seed=2))
 IMAGE = Image.create("16MiB", block_size="64KiB", seed=5)
-IMAGES: tuple[Dataset, ...] = (
+IMAGES: tuple[Image, ...] = (
     IMAGE,
     IMAGE.evolve(fraction=0.03, seed=1),
     IMAGE.evolve(fraction=0.03, seed=1).evolve(fraction=0.03, seed=2),
@@ -75,7 +77,7 @@ _METHOD_CLASS = {
 
 
 # -- the method alone, on the local disk ---------------------------------------------------
-def _local(tmp_path: Path, versions: Sequence[Dataset], **kw: object) -> list[Result]:
+def _local(tmp_path: Path, versions: Sequence[Tree | Image], **kw: object) -> list[Result]:
     root = tmp_path / "target"
     root.mkdir()
     method = kw.pop("method", "restic")
@@ -87,7 +89,7 @@ def _local(tmp_path: Path, versions: Sequence[Dataset], **kw: object) -> list[Re
     )
     assert all(r.ok for r in results), [r.errors for r in results]
     assert tree(root) == {}  # everything written is gone
-    return results
+    return list(results)
 
 
 def test_the_repository_step_by_step(tmp_path: Path) -> None:
@@ -106,42 +108,43 @@ def test_the_repository_step_by_step(tmp_path: Path) -> None:
     assert all(c["put"] == c["delete"] == 1 for c in counts[3:])  # the lock
     # incremental backups write about what changed (new chunks, trees, index, snapshot)
     for step, (new, old) in zip(steps[1:3], zip(TREES[1:], TREES, strict=False), strict=True):
-        changed = new.diff(old).changed_bytes  # type: ignore[attr-defined]
+        changed = new.diff(old).changed_bytes
         assert changed < step.moved_bytes < changed + 64 * KiB
 
 
+@attrs.frozen
+class _Watching(Restic):
+    """``restic`` that records the sizes of the data packs on the target after each backup."""
+
+    name: ClassVar[str] = "restic-watching"
+    seen: ClassVar[list[list[int]]] = []
+
+    def replay(self) -> Replay:
+        inner = super().replay()
+        seen = self.seen
+
+        class Watching(Replay):
+            def backup(self, session: Session, version: Any, previous: Any) -> None:
+                inner.backup(session, version, previous)
+                found = session.target.fs.find(session.key("data"), detail=True)
+                seen.append(sorted(int(entry["size"]) for entry in found.values()))
+
+            def restore(self, session: Session, version: Any, held: Any, directory: Path) -> None:
+                inner.restore(session, version, held, directory)
+
+        return Watching()
+
+
 def test_packs_fill_to_the_pack_size(tmp_path: Path) -> None:
-    replay = Restic(pack_size="1MiB").replay()
-
-    class Recording:
-        prefix = "p"
-        puts: list[list[int]] = []  # noqa: RUF012
-
-        def key(self, *parts: str) -> str:
-            return "/".join((self.prefix, *parts))
-
-        def listing(self, folders: Sequence[str]) -> list[int]:
-            return [0] * len(folders)
-
-        def head(self, keys: Sequence[str]) -> list[int]:
-            return [-1] * len(keys)
-
-        def get(self, reads: Sequence[object]) -> list[bytes]:
-            return [b""] * len(reads)
-
-        def put(self, blobs: Sequence[object]) -> None:
-            self.puts.append([b.size for b in blobs if "/data/" in b.key])  # type: ignore[attr-defined]
-
-        def delete(self, keys: Sequence[str]) -> None:
-            pass
-
-    session = Recording()
-    replay.backup(session, TREE, None)  # type: ignore[arg-type]
-    packs = max(session.puts, key=len)
-    data, last_data = packs[:-2], packs[-2]  # the data packs, then the one tree pack
-    assert len(packs) >= 8
-    assert all(MiB <= size < 2 * MiB for size in data)  # full at 1 MiB, plus the last blob
-    assert last_data < 2 * MiB
+    _Watching.seen.clear()
+    _local(tmp_path, TREES[:1], method=_Watching(pack_size="1MiB"), restore=[])
+    (packs,) = _Watching.seen
+    tree_pack, *data = packs  # the one tree pack is the smallest (40 trees, ~28 KB)
+    assert tree_pack < 64 * KiB
+    assert len(data) >= 8  # 8 MiB of chunks in packs of 1 MiB
+    full, last = data[1:], data[0]  # every pack full at 1 MiB (plus its last blob) but one
+    assert all(MiB <= size < 2 * MiB for size in full)
+    assert last < 2 * MiB
 
 
 def test_chunks_stay_within_restics_limits_and_dedup_an_image(tmp_path: Path) -> None:
@@ -151,7 +154,7 @@ def test_chunks_stay_within_restics_limits_and_dedup_an_image(tmp_path: Path) ->
     assert second is not None
     # 16 MiB cut into chunks of 0.5-8 MiB (about 1.5 MiB each) in two data packs
     assert IMAGE.total_bytes < first.moved_bytes < IMAGE.total_bytes * 1.01
-    changed = IMAGES[1].diff(IMAGE).changed_bytes  # type: ignore[attr-defined]
+    changed = IMAGES[1].diff(IMAGE).changed_bytes
     # only the chunks around the rewritten blocks are stored again
     assert changed < second.moved_bytes < IMAGE.total_bytes * 0.7
 
@@ -264,7 +267,9 @@ class _OneBlobSaver(Workspace):
         return super().env(GOMAXPROCS="1", **extra)
 
 
-def side_by_side(s3: LoggingS3, root: Path, versions: Sequence[Dataset], label: str) -> list[Row]:
+def side_by_side(
+    s3: LoggingS3, root: Path, versions: Sequence[Tree | Image], label: str
+) -> list[Row]:
     """Run restic, then the method with restic's chunker polynomial, on ``versions``; per
     step (name, restic's figures, the method's)."""
     workspace = _OneBlobSaver(root / "workspace", s3)
