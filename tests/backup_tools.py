@@ -248,8 +248,8 @@ class ToolStep:
 
     tool: str
     action: Literal["init", "backup", "restore"]
-    version: int
-    target: str
+    version: int  # the version backed up or restored (0 = the first); -1 for init
+    target: str  # "s3://bucket/prefix" or "file:///path"
     requests: Requests | None
     objects: int
     space: int
@@ -291,15 +291,12 @@ class Workspace:
     """A directory for one harness run: HOME, caches, temp, targets; and its S3 server.
 
     :meth:`env` builds every tool's environment from scratch (nothing inherited but
-    ``PATH`` and ``LANG``), so no user config, cache, credential or proxy leaks in.
+    ``PATH``), so no user config, cache, credential or proxy leaks in; :meth:`run` makes
+    the directories it names.
     """
 
     root: Path
     s3: LoggingS3 | None = None
-
-    def __attrs_post_init__(self) -> None:
-        for name in ("home", "cache", "tmp"):
-            (self.root / name).mkdir(parents=True, exist_ok=True)
 
     def env(self, **extra: str) -> dict[str, str]:
         base = {
@@ -335,6 +332,8 @@ class Workspace:
 
     def run(self, argv: Sequence[str], *, cwd: Path | None = None, **env: str) -> tuple[str, float]:
         """Run one command; (stdout, wall seconds). Raises :class:`ToolFailedError`."""
+        for name in ("home", "cache", "tmp"):
+            (self.root / name).mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
         done = subprocess.run(
             list(argv),
@@ -397,26 +396,25 @@ class _Target:
             return f"file://{self.path}"
         return f"s3://{self.bucket}/{self.prefix}"
 
-    def mark(self) -> Requests | None:
+    def mark(self) -> int | None:
+        """Where the log is now (None for a disk target): pass it to :meth:`step`."""
         if self.bucket is None:
             return None
-        return self.workspace.require_s3().log.snapshot()
+        return self.workspace.require_s3().log.mark()
 
     def step(
         self,
         tool: str,
         action: Literal["init", "backup", "restore"],
         version: int,
-        before: Requests | None,
+        before: int | None,
         seconds: float,
         commands: Sequence[Sequence[str]],
         output: str = "",
     ) -> ToolStep:
         if self.bucket is not None and before is not None:
             server = self.workspace.require_s3()
-            requests: Requests | None = (
-                server.log.snapshot().after(before).where(bucket=self.bucket)
-            )
+            requests: Requests | None = server.log.snapshot(before).where(bucket=self.bucket)
             stored = server.objects(self.bucket, self.prefix + "/" if self.prefix else "")
             objects = len(stored)
             space = file_bytes = sum(o.size for o in stored)

@@ -102,7 +102,7 @@ _UNTRACKED = "x-backup-tools-untracked"  # header of the server's own bookkeepin
 
 @frozen(kw_only=True)
 class Request:
-    """One request the S3 server answered, in arrival order (``index``)."""
+    """One request the S3 server answered; ``index`` numbers them as responses complete."""
 
     index: int
     method: str
@@ -127,7 +127,7 @@ class Request:
         return self.key or self.prefix
 
     def describe(self) -> str:
-        """``"PUT bench/restic/keys/3f2a… 455 B in, 0 B out (200)"``."""
+        """``"PUT restic/repo/keys/3f2a… [put] 455 B in, 0 B out (200)"``."""
         query = "&".join(f"{k}={v}" if v else k for k, v in self.query if k in _SHOWN)
         where = f"{self.bucket}/{self.subject}" + (f"?{query}" if query else "")
         ranged = f" {self.range}" if self.range else ""
@@ -351,7 +351,8 @@ class RequestLog:
         self._next = 0
 
     def add(self, request: Request) -> None:
-        """Append one request, numbered in arrival order (its ``index`` is replaced)."""
+        """Append one request, numbered in the order responses complete (its ``index`` is
+        replaced)."""
         with self._lock:
             self._records.append(attrs.evolve(request, index=self._next))
             self._next += 1
@@ -361,10 +362,17 @@ class RequestLog:
         with self._lock:
             self._records.clear()
 
-    def snapshot(self) -> Requests:
-        """The requests so far, frozen."""
+    def mark(self) -> int:
+        """The index the next request will get: pass it to :meth:`snapshot` later."""
         with self._lock:
-            return Requests(tuple(self._records))
+            return self._next
+
+    def snapshot(self, since: int = 0) -> Requests:
+        """The requests so far (those numbered ``since`` or later), frozen."""
+        with self._lock:
+            if since <= 0:
+                return Requests(tuple(self._records))
+            return Requests(tuple(r for r in self._records if r.index >= since))
 
 
 def _size(nbytes: int) -> str:
