@@ -2,7 +2,7 @@
 
 :func:`logging_s3` serves moto's S3 WSGI app (``DomainDispatcherApplication``, in this
 process, objects in memory) with werkzeug's threaded server on a free loopback port,
-behind a middleware that records each request when its response is complete: method,
+behind a middleware that records each request before its response is sent: method,
 bucket, key, query, kind, status, body bytes in and out, Range, keys of a multi-object
 delete (:class:`Request`). :class:`RequestLog` holds them; ``log.snapshot()`` is a frozen
 :class:`Requests` with counts by kind, bytes, filters by bucket and key prefix, and the
@@ -422,36 +422,33 @@ def _logging_middleware(app: WSGIApplication, log: RequestLog) -> WSGIApplicatio
             status[0] = int(status_line.split(" ", 1)[0])
             return start_response(status_line, headers, exc_info)
 
+        # the whole response is drained and the request logged before a byte of it is
+        # sent: once the client has its answer, the log already has the request (a record
+        # added after the response could land after the step that caused it was read)
         result = app(environ, recording_start)
-
-        def counted() -> Iterator[bytes]:
-            sent = 0
-            try:
-                for chunk in result:
-                    sent += len(chunk)
-                    yield chunk
-            finally:
-                close = getattr(result, "close", None)
-                if close is not None:
-                    close()
-                if not untracked:
-                    log.add(
-                        Request(
-                            index=-1,
-                            method=method,
-                            bucket=bucket,
-                            key=key,
-                            query=query,
-                            kind=kind,
-                            status=status[0],
-                            bytes_in=len(body),
-                            bytes_out=0 if method == "HEAD" else sent,
-                            range=environ.get("HTTP_RANGE") if kind == "get" else None,
-                            deleted_keys=deleted,
-                        )
-                    )
-
-        return counted()
+        try:
+            chunks = list(result)
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+        if not untracked:
+            log.add(
+                Request(
+                    index=-1,
+                    method=method,
+                    bucket=bucket,
+                    key=key,
+                    query=query,
+                    kind=kind,
+                    status=status[0],
+                    bytes_in=len(body),
+                    bytes_out=0 if method == "HEAD" else sum(len(chunk) for chunk in chunks),
+                    range=environ.get("HTTP_RANGE") if kind == "get" else None,
+                    deleted_keys=deleted,
+                )
+            )
+        return chunks
 
     return middleware
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import boto3  # type: ignore[import-untyped]
 import pytest
 from botocore.config import Config
+from werkzeug.test import EnvironBuilder
 
 from storeprobe.dataset import Image, Sizes, Tree
 from tests.backup_tools import (
@@ -24,6 +26,7 @@ from tests.backup_tools import (
     LoggingS3,
     RcloneSync,
     RdiffBackup,
+    RequestLog,
     Requests,
     Restic,
     Rsnapshot,
@@ -36,6 +39,10 @@ from tests.backup_tools import (
     materialize,
     run_tool,
 )
+from tests.s3_log import _logging_middleware
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
 TREE = Tree.generate(48, Sizes.uniform("1KiB", "12KiB"), seed=7)
 VERSIONS = (TREE, TREE.evolve(changed=6, added=3, deleted=2, seed=1))
@@ -128,7 +135,7 @@ def test_log_counts_requests_and_body_bytes(s3: LoggingS3) -> None:
         Bucket="logtest", Delete={"Objects": [{"Key": "a/one"}, {"Key": "a/two"}]}
     )
     seen = s3.log.snapshot().after(before).where(bucket="logtest")
-    assert dict(seen.by_kind) | {} == {
+    assert dict(seen.by_kind) == {
         "put": 3, "part": 0, "multipart": 0, "copy": 0, "get": 1, "head": 1, "list": 1,
         "delete": 1, "bucket": 0, "other": 0,
     }  # fmt: skip
@@ -144,6 +151,19 @@ def test_log_counts_requests_and_body_bytes(s3: LoggingS3) -> None:
     assert [o.key for o in s3.objects("logtest")] == ["b/three"]  # untracked
     assert len(s3.log.snapshot().after(before)) == len(seen)
     s3.delete_bucket("logtest")
+
+
+def test_a_request_is_logged_before_its_response_is_sent() -> None:
+    # so a client that has its answer (and a tool that has exited) never races the log
+    def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterator[bytes]:
+        start_response("200 OK", [("Content-Length", "5")])
+        yield b"hello"
+
+    log = RequestLog()
+    environ = EnvironBuilder(path="/b/k", method="GET").get_environ()
+    response = _logging_middleware(app, log)(environ, lambda *args: lambda data: None)
+    assert [r.describe() for r in log.snapshot()] == ["GET b/k [get] 0 B in, 5 B out (200)"]
+    assert b"".join(response) == b"hello"
 
 
 # -- datasets on disk ---------------------------------------------------------------------
