@@ -67,6 +67,9 @@ def _run(
     for version in VERSIONS:
         materialize(version, source)
         steps.append(tool.backup(version))
+        # on S3 the log explains the target: written minus deleted is what it gained
+        on_s3 = steps[-1].requests is not None
+        assert steps[-1].log_consistent is (True if on_s3 else None)
     return steps
 
 
@@ -77,6 +80,7 @@ def _restore_checked(
     for index, version in enumerate(VERSIONS):
         steps.append(tool.restore(index, into / str(index)))
         assert check_directory(version, into / str(index)) == ()
+        assert steps[-1].objects == steps[-1].objects_before
     return steps
 
 
@@ -245,6 +249,8 @@ def test_duplicity_on_s3_and_disk(workspace: Workspace, tmp_path: Path) -> None:
         materialize(version, source)
         steps_s3.append(on_s3.backup(version))
         steps_disk.append(on_disk.backup(version))
+        assert steps_s3[-1].log_consistent is True
+        assert steps_disk[-1].log_consistent is None
     # each step: one difftar volume, one signature archive, one manifest
     assert [step.objects for step in steps_s3] == [3, 6]
     assert [step.objects for step in steps_disk] == [3, 6]
