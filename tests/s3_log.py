@@ -122,6 +122,20 @@ class Request:
         return next((value for name, value in self.query if name == "prefix"), "")
 
     @property
+    def storeprobe_kind(self) -> str:
+        """The kind as storeprobe's request model names it (``storeprobe.request.Kind``):
+        ``put-part``, ``create-multipart``, ``complete-multipart`` for the multipart steps;
+        the kinds it lacks keep the harness's name (``copy``, ``bucket``, ``other``) and
+        an abort is ``abort-multipart``."""
+        if self.kind == "part":
+            return "put-part"
+        if self.kind == "multipart":
+            if self.method == "DELETE":
+                return "abort-multipart"
+            return "create-multipart" if _has(self, "uploads") else "complete-multipart"
+        return self.kind
+
+    @property
     def subject(self) -> str:
         """The key, or for a listing its prefix: what a prefix filter matches."""
         return self.key or self.prefix
@@ -143,6 +157,10 @@ class Request:
 
 
 _SHOWN = frozenset({"uploads", "uploadId", "partNumber", "delete", "list-type", "location"})
+
+
+def _has(request: Request, name: str) -> bool:
+    return any(key == name for key, _ in request.query)
 
 
 def _subject_under(request: Request, prefix: str) -> bool:
@@ -207,6 +225,26 @@ class Requests:
         counted = Counter(r.kind for r in self.records)
         return {kind: counted.get(kind, 0) for kind in KINDS}
 
+    @property
+    def by_storeprobe_kind(self) -> Mapping[str, int]:
+        """Requests by :attr:`Request.storeprobe_kind` (only kinds present), to compare
+        with a storeprobe Result's ``requests_by_kind``."""
+        return dict(Counter(r.storeprobe_kind for r in self.records))
+
+    @property
+    def by_class(self) -> Mapping[str, int]:
+        """Requests in the classes issue 23's tolerances name: ``writes`` (put, part,
+        copy), ``reads`` (get), ``checks`` (head of an object), ``listings`` (list),
+        ``deletes`` (delete requests, a multi-object delete once) and ``control`` (the
+        multipart create/complete/abort, bucket-level and other requests)."""
+        classes = {
+            "put": "writes", "part": "writes", "copy": "writes", "get": "reads",
+            "head": "checks", "list": "listings", "delete": "deletes",
+        }  # fmt: skip
+        counted = Counter(classes.get(r.kind, "control") for r in self.records)
+        names = ("writes", "reads", "checks", "listings", "deletes", "control")
+        return {name: counted.get(name, 0) for name in names}
+
     def count(self, kind: Kind) -> int:
         """Requests of ``kind``."""
         return sum(1 for r in self.records if r.kind == kind)
@@ -267,13 +305,7 @@ class Requests:
 
 
 def _creates_object(request: Request) -> bool:
-    if request.kind in ("put", "copy"):
-        return True
-    return (
-        request.kind == "multipart"
-        and request.method == "POST"
-        and any(name == "uploadId" for name, _ in request.query)
-    )
+    return request.kind in ("put", "copy") or request.storeprobe_kind == "complete-multipart"
 
 
 def classify(method: str, bucket: str, key: str, query: Mapping[str, str], copy: bool) -> Kind:

@@ -152,9 +152,45 @@ def test_log_counts_requests_and_body_bytes(s3: LoggingS3) -> None:
     assert seen.objects_written == 3
     assert seen.where(prefix="a/").count("put") == 2
     assert seen.where(prefix="a/").count("list") == 1  # the listing's prefix matches
+    assert dict(seen.by_class) == {
+        "writes": 3, "reads": 1, "checks": 1, "listings": 1, "deletes": 1, "control": 0,
+    }  # fmt: skip
     assert [o.key for o in s3.objects("logtest")] == ["b/three"]  # untracked
     assert len(s3.log.snapshot().after(before)) == len(seen)
     s3.delete_bucket("logtest")
+
+
+def test_a_multipart_upload_is_create_parts_complete(s3: LoggingS3) -> None:
+    s3.create_bucket("multipart")
+    client = boto3.client(
+        "s3",
+        endpoint_url=s3.endpoint,
+        aws_access_key_id=S3_KEY,
+        aws_secret_access_key=S3_SECRET,
+        region_name="us-east-1",
+        config=Config(request_checksum_calculation="when_required"),
+    )
+    mark = s3.log.mark()
+    upload = client.create_multipart_upload(Bucket="multipart", Key="big")["UploadId"]
+    parts = []
+    for number, size in ((1, 5 << 20), (2, 1000)):
+        etag = client.upload_part(
+            Bucket="multipart", Key="big", UploadId=upload, PartNumber=number, Body=b"z" * size
+        )["ETag"]
+        parts.append({"ETag": etag, "PartNumber": number})
+    client.complete_multipart_upload(
+        Bucket="multipart", Key="big", UploadId=upload, MultipartUpload={"Parts": parts}
+    )
+    seen = s3.log.snapshot(mark)
+    assert dict(seen.by_storeprobe_kind) == {
+        "create-multipart": 1, "put-part": 2, "complete-multipart": 1,
+    }  # fmt: skip
+    assert seen.count("part") == 2
+    assert seen.count("multipart") == 2
+    assert seen.objects_written == 1
+    assert seen.where(kind="part").bytes_in == (5 << 20) + 1000
+    assert s3.objects("multipart")[0].size == (5 << 20) + 1000
+    s3.delete_bucket("multipart")
 
 
 def test_a_request_is_logged_before_its_response_is_sent() -> None:
