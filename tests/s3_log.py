@@ -32,7 +32,11 @@ kind           requests
 
 An object written by upload is one ``put``, or one multipart upload (a ``multipart``
 create, its ``part`` requests, a ``multipart`` complete): :attr:`Requests.objects_written`
-counts successful puts, completes and copies.
+counts successful puts, completes and copies. To compare with storeprobe's own figures,
+:attr:`Requests.by_storeprobe_kind` names the kinds as ``storeprobe.request.Kind`` does
+(``put-part``, ``create-multipart``, ``complete-multipart``), and
+:attr:`Requests.by_class` groups them as issue 23's tolerances do (writes, reads,
+checks, listings, deletes, control).
 
 Bytes are HTTP body bytes only, no headers: ``bytes_in`` is what the server received
 (request bodies as sent, including any aws-chunked framing), ``bytes_out`` what it sent
