@@ -114,7 +114,8 @@ def table(runs: list[ToolRun]) -> str:
     kinds = [
         k for k in KINDS if any(s.requests and s.requests.count(k) for r in runs for s in r.steps)
     ]
-    head = ["tool", "step", *kinds, "bytes in", "bytes out", "objects", "space B", "s", "ok"]
+    head = ["tool", "step", *kinds, "ranged get", "bytes in", "bytes out", "objects", "space B"]
+    head += ["s", "ok"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * (len(head) - 3) + "---|"]
     for run in runs:
         for step in run.steps:
@@ -127,6 +128,7 @@ def table(runs: list[ToolRun]) -> str:
                         _tool(run),
                         _label(step),
                         *counts,
+                        str(requests.ranged_gets) if requests else "",
                         f"{requests.bytes_in:,}" if requests else "",
                         f"{requests.bytes_out:,}" if requests else "",
                         f"{step.objects:,}",
