@@ -102,11 +102,20 @@ def _tool(run: ToolRun) -> str:
     return f"{run.tool} ({'s3' if scheme == 's3' else 'disk'})"
 
 
+def _ok(step: ToolStep) -> str:
+    """``yes``, or what is wrong: a restore that differs, a log that misses objects."""
+    wrong = [f"{len(step.problems)} files differ"] if step.problems else []
+    if step.log_consistent is False:
+        wrong.append("log does not explain the objects")
+    return "; ".join(wrong) or "yes"
+
+
 def table(runs: list[ToolRun]) -> str:
     kinds = [
         k for k in KINDS if any(s.requests and s.requests.count(k) for r in runs for s in r.steps)
     ]
-    head = ["tool", "step", *kinds, "bytes in", "bytes out", "objects", "space B", "s", "ok"]
+    head = ["tool", "step", *kinds, "ranged get", "bytes in", "bytes out", "objects", "space B"]
+    head += ["s", "ok"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * (len(head) - 3) + "---|"]
     for run in runs:
         for step in run.steps:
@@ -119,12 +128,13 @@ def table(runs: list[ToolRun]) -> str:
                         _tool(run),
                         _label(step),
                         *counts,
+                        str(requests.ranged_gets) if requests else "",
                         f"{requests.bytes_in:,}" if requests else "",
                         f"{requests.bytes_out:,}" if requests else "",
                         f"{step.objects:,}",
                         f"{step.space:,}",
                         f"{step.seconds:.2f}",
-                        "yes" if not step.problems else f"{len(step.problems)} differ",
+                        _ok(step),
                     ]
                 )
                 + " |"
