@@ -42,8 +42,9 @@ from tests.backup_tools import (
 from tests.backup_tools import (
     Restic as ResticTool,
 )
-from tests.conftest import s3_options
+from tests.conftest import s3_options, ssh_options
 from tests.helpers import tree
+from tests.servers import Server
 
 TREE = Tree.source_tree(size="8MiB", seed=1)
 TREES: tuple[Tree, ...] = (TREE, TREE.evolve(seed=1), TREE.evolve(seed=1).evolve(seed=2))
@@ -325,3 +326,24 @@ def test_side_by_side_with_restic_on_a_tree(s3: LoggingS3, tmp_path: Path) -> No
 
 def test_side_by_side_with_restic_on_an_image(s3: LoggingS3, tmp_path: Path) -> None:
     _check(side_by_side(s3, tmp_path, IMAGES, "image"))
+
+
+# -- the method on other targets: ranged reads wherever restic can restore ---------------------
+def test_restic_over_sftp_and_rclone_s3(
+    ssh_server: Server, s3_server: Server, s3_bucket_dir: Path
+) -> None:
+    small = Tree.generate(30, Sizes.lognormal("8KiB", 1.5, "3MiB"), seed=2)
+    assert ssh_server.root is not None
+    root = ssh_server.root / "restic"
+    root.mkdir(exist_ok=True)
+    before = tree(root), tree(s3_bucket_dir)
+    probes = [
+        Probe.from_url(f"sftp://127.0.0.1{root}", ssh_options(ssh_server), streams=2),
+        # rclone answers ranged GETs with 200: the range check picks s3fs
+        Probe.from_url("s3://bench/restic", s3_options(s3_server.endpoint), streams=2),
+    ]
+    for probe in probes:
+        results = probe.backup_restore(small, versions=2, method="restic")
+        assert all(r.ok for r in results), [r.errors for r in results]
+        assert [r.requests_by_kind.get("get") for r in results[2:]] == [3, 4]
+    assert (tree(root), tree(s3_bucket_dir)) == before
