@@ -44,7 +44,7 @@ import numpy as np
 from attrs import field, frozen
 
 from storeprobe.errors import ConfigurationError, MissingDependencyError
-from storeprobe.execution import clear_prefix, open_run
+from storeprobe.execution import Leftover, cleanup_notice, clear_prefix, open_run, remove_folders
 from storeprobe.measurement import Measurement
 from storeprobe.notices import Code, Notice
 from storeprobe.result import OPERATIONS, Fleet, Member, Result, Sample
@@ -507,22 +507,16 @@ class _Coordinator:
         return after - before
 
     # -- cleanup ---------------------------------------------------------------------------
-    def _clean(self, prefix: str, folders: Sequence[str]) -> list[str]:
+    def _clean(self, prefix: str, folders: Sequence[str]) -> list[Leftover]:
         """Delete whatever remains under the run prefix (a lost worker's objects: the
         prefix is fresh and the run's own), then the folders and the prefix; return what
         could not be removed."""
-        backend = self.target.backend
         leftovers = clear_prefix(
             self.target, prefix, [], streams=8, clock=self.clock, timeout=self.settings.timeout
         )
-        for path in [*(f"{prefix}/{folder}" for folder in folders), prefix]:
-            try:
-                backend.remove_prefix(path)
-            except FileNotFoundError:
-                pass
-            except Exception as exc:  # reported as a leftover
-                leftovers.append(f"{path} ({self.target.describe_error(exc)})")
-        return leftovers
+        return leftovers + remove_folders(
+            self.target, [*(f"{prefix}/{folder}" for folder in folders), prefix]
+        )
 
     # -- the aggregate ---------------------------------------------------------------------
     def _result(
@@ -531,7 +525,7 @@ class _Coordinator:
         reports: Sequence[_Report | None],
         offsets: Sequence[tuple[int, int]],
         errors: list[Notice],
-        leftovers: list[str],
+        leftovers: list[Leftover],
         prefix: str,
         environment: Any,
         began: int,
@@ -614,17 +608,8 @@ class _Coordinator:
                 remote=self.target.protocol not in ("file", "local", "memory"),
             )
         )
-        if leftovers:
-            warnings.append(
-                Notice(
-                    code=Code.CLEANUP_INCOMPLETE,
-                    message=f"cleanup could not delete {len(leftovers)} item(s) under "
-                    f"{prefix}: "
-                    + ", ".join(leftovers[:5])
-                    + (" ..." if len(leftovers) > 5 else ""),
-                    fix="delete them by hand",
-                )
-            )
+        if (cleanup := cleanup_notice(prefix, leftovers)) is not None:
+            warnings.append(cleanup)
         workload = spec.workload
         name = f"{count} workers × {workload.label}"
         return Result(

@@ -39,7 +39,15 @@ from fsspec.callbacks import Callback
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backends.base import Landing
 from storeprobe.errors import StoreProbeWarning
-from storeprobe.execution import bounded, delete_names, execute, open_run
+from storeprobe.execution import (
+    Leftover,
+    bounded,
+    cleanup_notice,
+    delete_names,
+    execute,
+    open_run,
+    remove_folders,
+)
 from storeprobe.jobs import ABSENT, Wrapper, land_ranges, release_parts, settling
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import (
@@ -185,28 +193,14 @@ class Measurement:
                     if self.gate is not None:
                         self.gate.abandon(repeat)
                 finally:
-                    remaining = {entry.split(" (", 1)[0] for entry in self._delete(names)}
+                    remaining = {left.name for left in self._delete(names)}
                     deleted.update(name for name in names if name not in remaining)
         finally:
             leftovers = self._delete([name for name in written if name not in deleted])
-            try:
-                backend.remove_prefix(prefix)
-            except FileNotFoundError:
-                pass
-            except Exception as exc:
-                leftovers.append(f"{prefix} ({target.describe_error(exc)})")
+            leftovers += remove_folders(target, [prefix])
         notices.extend(self._judge(samples))
-        if leftovers:
-            notices.append(
-                Notice(
-                    code=Code.CLEANUP_INCOMPLETE,
-                    message=f"cleanup could not delete {len(leftovers)} item(s) under "
-                    f"{prefix}: "
-                    + ", ".join(leftovers[:5])
-                    + (" ..." if len(leftovers) > 5 else ""),
-                    fix="delete them by hand",
-                )
-            )
+        if (cleanup := cleanup_notice(prefix, leftovers)) is not None:
+            notices.append(cleanup)
         return Result(
             operation=self.operation,
             workload=workload,
@@ -433,7 +427,7 @@ class Measurement:
             total=self.workload.total_bytes,
         )
 
-    def _delete(self, names: Sequence[str]) -> list[str]:
+    def _delete(self, names: Sequence[str]) -> list[Leftover]:
         """Delete ``names`` (untimed); return those that remain (see :func:`delete_names`)."""
         return delete_names(
             self.target, names, streams=self.streams, clock=self.clock, timeout=self.timeout

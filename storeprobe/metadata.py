@@ -49,7 +49,14 @@ from attrs import frozen
 
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.errors import ConfigurationError
-from storeprobe.execution import bounded, clear_prefix, execute, open_run
+from storeprobe.execution import (
+    bounded,
+    cleanup_notice,
+    clear_prefix,
+    execute,
+    open_run,
+    remove_folders,
+)
 from storeprobe.measurement import Measurement, _delta
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import Plan, delete_plan, head_plan
@@ -203,7 +210,7 @@ class MetadataMeasurement:
                     errors.append(helper._error(exc, repeat + 1))
                 finally:
                     left = {
-                        entry.split(" (", 1)[0]
+                        entry.name
                         for entry in helper._delete([name for name in names if name not in gone])
                     }
                     gone.update(name for name in names if name not in left)
@@ -216,16 +223,10 @@ class MetadataMeasurement:
                 clock=self.clock,
                 timeout=self.timeout,
             )
-            for where in [*made, prefix]:
-                try:
-                    backend.remove_prefix(where)
-                except FileNotFoundError:
-                    pass
-                except Exception as exc:
-                    leftovers.append(f"{where} ({target.describe_error(exc)})")
+            leftovers += remove_folders(target, [*made, prefix])
         notices.extend(self._judge(samples, helper))
-        if leftovers:
-            notices.append(_cleanup_incomplete(prefix, leftovers))
+        if (cleanup := cleanup_notice(prefix, leftovers)) is not None:
+            notices.append(cleanup)
         return Result(
             operation=self.operation,
             workload=self.workload,
@@ -349,12 +350,3 @@ class MetadataMeasurement:
             remote=self.target.protocol not in _LOCAL,
         )
         return found + [n for n in helper._judge(samples) if n.code is Code.RETRIED]
-
-
-def _cleanup_incomplete(prefix: str, leftovers: Sequence[str]) -> Notice:
-    shown = ", ".join(leftovers[:5]) + (" ..." if len(leftovers) > 5 else "")
-    return Notice(
-        code=Code.CLEANUP_INCOMPLETE,
-        message=f"cleanup could not delete {len(leftovers)} item(s) under {prefix}: {shown}",
-        fix="delete them by hand",
-    )

@@ -36,11 +36,11 @@ from attrs import frozen
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backup.method import BackupMethod, Replay, StepKind
 from storeprobe.backup.registry import method_for
-from storeprobe.backup.session import Leftover, Session
+from storeprobe.backup.session import Session
 from storeprobe.dataset import Dataset, Image, Tree
 from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError
-from storeprobe.execution import open_run
+from storeprobe.execution import cleanup_notice, open_run
 from storeprobe.notices import Code, Notice
 from storeprobe.restore import verify_restore
 from storeprobe.result import Result
@@ -276,19 +276,11 @@ def backup_restore(
     finally:
         shutil.rmtree(directory, ignore_errors=True)
         leftovers = session.close(chosen.folders)
-    if leftovers and results:
-        results[-1] = _with_leftovers(results[-1], leftovers, prefix)
+    notice = cleanup_notice(prefix, leftovers)
+    if notice is not None and results:
+        last = results[-1]
+        results[-1] = attrs.evolve(last, warnings=(*last.warnings, notice))
     return results
-
-
-def _with_leftovers(result: Result, leftovers: Sequence[Leftover], prefix: str) -> Result:
-    notice = Notice(
-        code=Code.CLEANUP_INCOMPLETE,
-        message=f"cleanup could not delete {len(leftovers)} item(s) under {prefix}: "
-        + ", ".join(str(left) for left in leftovers[:5]),
-        fix="delete them by hand",
-    )
-    return attrs.evolve(result, warnings=(*result.warnings, notice))
 
 
 def _not_run(cause: Notice) -> Notice:
