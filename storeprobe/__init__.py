@@ -37,6 +37,7 @@ from storeprobe.result import (
     load_results,
 )
 from storeprobe.resultset import ResultSet, Saturation
+from storeprobe.settings import Settings
 from storeprobe.step import Step
 from storeprobe.target import Target
 from storeprobe.timeline import Timeline
@@ -61,6 +62,7 @@ __all__ = [
     "ResultSet",
     "Sample",
     "Saturation",
+    "Settings",
     "Sizes",
     "Step",
     "StoreProbeError",

@@ -61,6 +61,7 @@ from storeprobe.planning import (
 from storeprobe.request import Body, Kind
 from storeprobe.result import Result, Sample
 from storeprobe.sampling import sample_of
+from storeprobe.settings import Settings
 from storeprobe.staging import Staging
 from storeprobe.stats import stability_notices
 from storeprobe.target import Target
@@ -106,13 +107,7 @@ class Measurement:
     target: Target
     operation: Literal["upload", "download"]
     workload: Workload
-    streams: int
-    repeats: int
-    verify: bool
-    timeout: float | None
-    part_size: int | None
-    stage_above: int
-    label: str | None
+    settings: Settings
     clock: Clock
     callback: Callback | None
     #: holds each window until a coordinator releases it (None: windows open at once)
@@ -126,9 +121,9 @@ class Measurement:
             backend.client,
             operation,
             self.workload,
-            self.streams,
-            part_size=self.part_size,
-            stage_above=self.stage_above,
+            self.settings.streams,
+            part_size=self.settings.part_size,
+            stage_above=self.settings.stage_above,
         )
 
     def run(self) -> Result:
@@ -144,7 +139,7 @@ class Measurement:
             check_memory(workload, needed, holds)
         if layout.staged or (setup is not None and setup.staged):
             Staging.check_room(workload.size)  # before anything is written
-        environment, prefix = open_run(target, self.label, self.timeout)
+        environment, prefix = open_run(target, self.settings.label, self.settings.timeout)
 
         written: list[str] = []
         writer = self._writer(prefix, written)
@@ -170,7 +165,7 @@ class Measurement:
         errors: list[Notice] = []
         reader: Backend | None = None
         try:
-            for repeat in range(self.repeats):
+            for repeat in range(self.settings.repeats):
                 names = [f"{prefix}/r{repeat}-{index:07d}" for index in range(workload.count)]
                 content = workload.with_seed(((workload.seed or 0) + repeat) % 2**63)
                 written.extend(names)
@@ -207,7 +202,7 @@ class Measurement:
             url=target.url,
             protocol=target.protocol,
             backend=backend.client,
-            streams=self.streams,
+            streams=self.settings.streams,
             effective_streams=layout.effective_streams,
             strategy=strategy,
             samples=tuple(samples),
@@ -286,7 +281,7 @@ class Measurement:
         written.append(probe_key)
         found: list[object] = []
         try:
-            bounded(lambda: found.append(backend.writer(probe_key)), self.timeout)
+            bounded(lambda: found.append(backend.writer(probe_key)), self.settings.timeout)
         except Exception:
             # the check is advisory: a storage failing it for another reason fails the
             # measured writes too, where the error is recorded per repeat and cleaned up
@@ -346,7 +341,7 @@ class Measurement:
         if not layout.split:
             return backend
         found: list[object] = []
-        bounded(lambda: found.append(backend.range_reader(probe_key)), self.timeout)
+        bounded(lambda: found.append(backend.range_reader(probe_key)), self.settings.timeout)
         reader = found[0]
         assert isinstance(reader, AsyncBackend | SyncBackend)
         return reader
@@ -375,7 +370,7 @@ class Measurement:
             del landings
             self._opened(repeat, run)
             self._check_moved(run, workload)
-            if self.verify:
+            if self.settings.verify:
                 if staging is not None:
                     verify_staged(workload, staging)
                 else:
@@ -417,9 +412,9 @@ class Measurement:
         return execute(
             backend,
             plan,
-            streams=self.streams,
+            streams=self.settings.streams,
             clock=self.clock,
-            timeout=self.timeout if timeout == "probe" else timeout,
+            timeout=self.settings.timeout if timeout == "probe" else timeout,
             bodies=bodies,
             landings=landings,
             wrap=wrap,
@@ -430,7 +425,11 @@ class Measurement:
     def _delete(self, names: Sequence[str]) -> list[Leftover]:
         """Delete ``names`` (untimed); return those that remain (see :func:`delete_names`)."""
         return delete_names(
-            self.target, names, streams=self.streams, clock=self.clock, timeout=self.timeout
+            self.target,
+            names,
+            streams=self.settings.streams,
+            clock=self.clock,
+            timeout=self.settings.timeout,
         )
 
 

@@ -45,6 +45,7 @@ from storeprobe.notices import Code, Notice
 from storeprobe.restore import verify_restore
 from storeprobe.result import Result
 from storeprobe.sampling import combine, seconds_by_kind
+from storeprobe.settings import Settings
 from storeprobe.step import Step
 from storeprobe.target import Target
 from storeprobe.transfer import Clock
@@ -216,17 +217,16 @@ def backup_restore(
     versions: Sequence[Dataset],
     *,
     method: str | BackupMethod,
-    streams: int,
-    timeout: float | None,
+    settings: Settings,
     clock: Clock,
-    label: str | None = None,
-    verify: bool = True,
     restore: Sequence[int] | None = None,
     chunk_size: int | str | None = None,
 ) -> list[Result]:
     """Back up every version, then restore versions; one Result per step.
 
-    ``method`` is a method name (:data:`~storeprobe.backup.METHODS`) or a
+    ``settings`` are the probe's (``streams``, ``timeout``, ``verify`` and ``label``
+    apply; the scenario runs once, whatever ``repeats`` says). ``method`` is a method
+    name (:data:`~storeprobe.backup.METHODS`) or a
     :class:`~storeprobe.backup.BackupMethod` with its options; ``chunk_size`` sets a
     named chunking method's average chunk size. ``restore`` lists the
     versions to restore, in order (default: every version, oldest first): the first
@@ -238,7 +238,7 @@ def backup_restore(
     """
     chosen = method_for(method, target.protocol, chunk_size=chunk_size)
     steps = _plan(versions, restore)
-    environment, prefix = open_run(target, label, timeout, chosen.folders)
+    environment, prefix = open_run(target, settings.label, settings.timeout, chosen.folders)
     backend = target.backend
     reader = backend.range_reader(f"{prefix}/range-check") if chosen.ranged_reads else backend
     if not isinstance(reader, AsyncBackend | SyncBackend):
@@ -246,8 +246,8 @@ def backup_restore(
     session = Session(
         target=target,
         prefix=prefix,
-        streams=streams,
-        timeout=timeout,
+        streams=settings.streams,
+        timeout=settings.timeout,
         clock=clock,
         reader=reader,
         premade=frozenset(chosen.folders),
@@ -257,7 +257,7 @@ def backup_restore(
         replay=chosen.replay(),
         session=session,
         versions=tuple(versions),
-        verify=verify,
+        verify=settings.verify,
         environment=environment,
     )
     results: list[Result] = []
