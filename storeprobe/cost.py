@@ -60,6 +60,7 @@ __all__ = [
     "RequestClass",
     "bill",
     "load_prices",
+    "price_sheet_names",
     "price_sheets",
     "scenario_cost",
 ]
@@ -389,6 +390,11 @@ class PriceSheet:
         text = resources.files("storeprobe").joinpath("prices", f"{name}.toml").read_text()
         data = tomllib.loads(text, parse_float=Decimal)
         return cls.from_dict(data, name=name, origin=f"shipped price sheet {name!r}")
+
+
+def price_sheet_names() -> list[str]:
+    """The names of the shipped sheets, sorted (the files ``storeprobe/prices/*.toml``)."""
+    return _shipped_names()
 
 
 def _shipped_names() -> list[str]:

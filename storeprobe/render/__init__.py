@@ -80,6 +80,7 @@ from storeprobe.render.results import (
 from storeprobe.render.scenarios import (
     StepResultLike,
     backup_tables,
+    money,
 )
 from storeprobe.render.tables import (
     Cell,
@@ -112,6 +113,7 @@ __all__ = [
     "crown_legend",
     "inconclusive_text",
     "median_ops_per_s",
+    "money",
     "notice_lines",
     "ops_per_s",
     "percent",
