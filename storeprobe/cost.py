@@ -96,7 +96,7 @@ def _amount(value: Any, what: str) -> Decimal | None:
         ) from None
     if not amount.is_finite() or amount < 0:
         raise ConfigurationError(
-            f"{what} is {value!r}: a price is a finite number ≥ 0 (or {UNKNOWN!r})"
+            f"{what} is {value}: a price is a finite number ≥ 0 (or {UNKNOWN!r})"
         )
     return amount
 
