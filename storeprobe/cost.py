@@ -272,11 +272,11 @@ class PriceSheet:
             return table[key]
 
         top = {
-            "provider": "the provider's name, e.g. provider = \"Backblaze\"",
-            "product": "the product, class and region priced, e.g. product = \"B2\"",
-            "currency": "the currency of every price, e.g. currency = \"USD\"",
+            "provider": 'the provider\'s name, e.g. provider = "Backblaze"',
+            "product": 'the product, class and region priced, e.g. product = "B2"',
+            "currency": 'the currency of every price, e.g. currency = "USD"',
             "date": "the date the prices were read, e.g. date = 2026-12-01",
-            "source": "the provider's pricing page, e.g. source = \"https://...\"",
+            "source": 'the provider\'s pricing page, e.g. source = "https://..."',
         }
         fields = {key: need(data, key, key, hint) for key, hint in top.items()}
         for key in ("provider", "product", "currency", "source"):
@@ -319,7 +319,7 @@ class PriceSheet:
                 table,
                 "kinds",
                 f"[requests.{label}] kinds",
-                "list the request kinds of this class, e.g. kinds = [\"get\", \"head\"]",
+                'list the request kinds of this class, e.g. kinds = ["get", "head"]',
             )
             if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
                 raise ConfigurationError(
@@ -529,9 +529,7 @@ def _price(
     return quantity * price.amount / divisor
 
 
-def _bill(
-    kinds: Mapping[str, int], received: int, stored: int | None, prices: PriceSheet
-) -> Cost:
+def _bill(kinds: Mapping[str, int], received: int, stored: int | None, prices: PriceSheet) -> Cost:
     unpriced: list[str] = []
     counts = {group.name: 0 for group in prices.requests}
     stray: dict[str, int] = {}

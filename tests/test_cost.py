@@ -128,7 +128,8 @@ def test_every_repeat_is_billed_and_a_seed_probe_stores_nothing() -> None:
     assert cost.requests["class-b"] == 1000
     assert cost.request_costs["class-b"] == Decimal("0.0004")
     assert cost.egress == Decimal("0.24")  # 2 GiB × 0.12
-    assert cost.stored_bytes is None and cost.storage_per_month is None
+    assert cost.stored_bytes is None
+    assert cost.storage_per_month is None
     assert cost.total == Decimal("0.2404")
 
 
@@ -148,7 +149,8 @@ def test_a_minimum_storage_duration_bills_its_months() -> None:
     cost = _result(_sample({"put": 1}), space=1024 * GiB).cost(PriceSheet.shipped("wasabi"))
     assert cost.storage_per_month == Decimal("7.99")  # 1 TB = 1024 GB at $7.99 per TB
     assert cost.minimum_storage == Decimal("23.97")  # 90 days = 3 months
-    assert cost.requests_cost == 0 and cost.egress == 0
+    assert cost.requests_cost == 0
+    assert cost.egress == 0
 
 
 def test_unknown_prices_are_named_and_left_out_of_the_sums() -> None:
@@ -158,7 +160,8 @@ def test_unknown_prices_are_named_and_left_out_of_the_sums() -> None:
     )
     assert cost.unpriced == ("requests.other", "egress")
     assert not cost.complete
-    assert cost.request_costs["other"] is None and cost.egress is None
+    assert cost.request_costs["other"] is None
+    assert cost.egress is None
     assert cost.total == Decimal("0.0055") + Decimal("0.00044") + Decimal("0.018")
     # a part not used is not unpriced, whatever its price
     assert _result(_sample({"put": 1}), space=0).cost(azure).complete
@@ -185,7 +188,8 @@ def test_a_scenario_sums_requests_and_egress_and_stores_as_of_the_last_step() ->
         "class-b": Decimal("0.00036036"),  # 1001 × 0.36 / 1 000 000
         "free": Decimal(0),
     }
-    assert total.egress_bytes == GiB and total.egress == 0
+    assert total.egress_bytes == GiB
+    assert total.egress == 0
     assert total.stored_bytes == 2 * GiB
     assert total.storage_per_month == Decimal("0.030")
     assert total.total == Decimal("0.03576936")
@@ -201,14 +205,17 @@ def test_a_real_backup_is_billed_from_its_recorded_requests_and_space(tmp_path: 
     small = Tree.generate(5, Sizes.fixed("1KiB"), seed=1)
     probe = Probe.from_url(str(root), streams=1, clock=StepClock(10))
     backup, restore = probe.backup_restore(small, versions=1, method="files")
-    assert backup.ok and restore.ok
-    assert backup.step is not None and restore.step is not None
+    assert backup.ok
+    assert restore.ok
+    assert backup.step is not None
+    assert restore.step is not None
     s3 = PriceSheet.shipped("aws-s3")
     cost = backup.cost(s3)
     assert cost.requests == {"put-copy-post-list": 7, "get-and-other": 0, "free": 0}  # list + 6 put
     assert cost.request_costs["put-copy-post-list"] == Decimal("0.000035")
     space = backup.step.space_used
-    assert space is not None and space > small.total_bytes
+    assert space is not None
+    assert space > small.total_bytes
     with localcontext() as context:
         context.prec = 60
         assert cost.storage_per_month == space * Decimal("0.023") / GiB
@@ -238,7 +245,8 @@ def test_every_shipped_sheet_loads_and_prices_every_kind_with_a_date_and_source(
     assert sheets["backblaze-b2"].class_of("put") == sheets["backblaze-b2"].class_of("delete")
     for name in SHIPPED - {"backblaze-b2"}:  # B2 bills deletes with uploads: both free
         group = sheets[name].class_of("delete")
-        assert group is not None and group.per_1000.amount == 0, name
+        assert group is not None, name
+        assert group.per_1000.amount == 0, name
     assert sheets["wasabi"].minimum_storage_days == 90
     assert sheets["idrive-e2"].minimum_storage_days == 30
     assert [label for label, p in sheets["azure-blob"].prices.items() if not p.known] == [
@@ -294,7 +302,8 @@ def test_a_users_own_sheet_overrides_the_shipped_ones(tmp_path: Path) -> None:
     path.write_text(USER_SHEET)
     sheet = load_prices(path)
     assert sheet == load_prices(str(path)) == PriceSheet.from_toml(path)
-    assert sheet.name == "my-minio" and sheet.currency == "EUR"
+    assert sheet.name == "my-minio"
+    assert sheet.currency == "EUR"
     assert sheet.egress_per_gb.source == "https://example.org/transit"
     assert str(sheet.egress_per_gb.date) == "2026-11-01"
     assert sheet.storage_per_gb_month.source == "https://example.org/our-prices"  # the sheet's
@@ -312,7 +321,10 @@ def _bad(text: str) -> str:
     [
         ('provider = "Our lab"\n => ', "provider is missing: the provider's name"),
         ("per_gb_month = 0.001 => ", "[storage] per_gb_month is missing: give the price per GB"),
-        ("per_1000 = 0.001 => per_1000 = -0.001", "[requests.reads] per_1000 is -0.001: a price is a finite number ≥ 0"),
+        (
+            "per_1000 = 0.001 => per_1000 = -0.001",
+            "[requests.reads] per_1000 is -0.001: a price is a finite number ≥ 0",
+        ),
         ('kinds = ["delete"] => kinds = []', "request kinds delete are in no class"),
         ('kinds = ["delete"] => kinds = ["delete", "get"]', "'get' is in both class"),
         ('kinds = ["delete"] => kinds = ["delete", "copy"]', "names the kind 'copy'"),
@@ -404,8 +416,10 @@ def test_backup_prices_adds_the_cost_columns(
     ]
     results = list(ResultSet.load(out))
     bill = scenario_cost(results, sheet)
-    assert isinstance(bill, Cost) and bill.complete
-    assert bill.requests_cost > 0 and bill.stored_bytes
+    assert isinstance(bill, Cost)
+    assert bill.complete
+    assert bill.requests_cost > 0
+    assert bill.stored_bytes
     assert row[-2:] == [money(bill.transfer), money(bill.storage_per_month)]
     assert sheet.name in printed.out  # the legend says which sheet
     json.loads(out.read_text())  # the results document is unchanged in form
