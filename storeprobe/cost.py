@@ -60,6 +60,7 @@ __all__ = [
     "RequestClass",
     "bill",
     "load_prices",
+    "money",
     "price_sheet_names",
     "price_sheets",
     "scenario_cost",
@@ -459,17 +460,23 @@ class Cost:
     @property
     def requests_cost(self) -> Decimal:
         """What the requests of every class with a known price cost."""
-        return sum((c for c in self.request_costs.values() if c is not None), Decimal(0))
+        with localcontext() as context:
+            context.prec = _PRECISION
+            return sum((c for c in self.request_costs.values() if c is not None), Decimal(0))
 
     @property
     def transfer(self) -> Decimal:
         """The one-off part: requests and egress (known prices)."""
-        return self.requests_cost + (self.egress or Decimal(0))
+        with localcontext() as context:
+            context.prec = _PRECISION
+            return self.requests_cost + (self.egress or Decimal(0))
 
     @property
     def total(self) -> Decimal:
         """Requests + egress + one month of the stored bytes (parts with known prices)."""
-        return self.transfer + (self.storage_per_month or Decimal(0))
+        with localcontext() as context:
+            context.prec = _PRECISION
+            return self.transfer + (self.storage_per_month or Decimal(0))
 
     @property
     def complete(self) -> bool:
@@ -477,13 +484,17 @@ class Cost:
         return not self.unpriced
 
     def __str__(self) -> str:
+        """``USD 0.000138 at aws-s3: requests 0.000110, egress 0, storage 0.0000281/month``
+        (amounts as :func:`money` shows them; the exact ones are the fields)."""
         storage = (
-            "" if self.storage_per_month is None else f", storage {self.storage_per_month:f}/month"
+            ""
+            if self.storage_per_month is None
+            else f", storage {money(self.storage_per_month)}/month"
         )
         missing = f" (no price for {', '.join(self.unpriced)})" if self.unpriced else ""
         return (
-            f"{self.currency} {self.total:f} at {self.sheet}: requests {self.requests_cost:f}, "
-            f"egress {self.egress or 0:f}{storage}{missing}"
+            f"{self.currency} {money(self.total)} at {self.sheet}: requests "
+            f"{money(self.requests_cost)}, egress {money(self.egress)}{storage}{missing}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -505,6 +516,21 @@ class Cost:
             "total": text(self.total),
             "unpriced": list(self.unpriced),
         }
+
+
+def money(amount: Decimal | None, complete: bool = True) -> str:
+    """An amount as people read a bill: 2 decimals from 1 up, else 3 significant digits
+    (``0.000123``); ``"?"`` when unknown, a trailing ``"+?"`` when a part is unpriced."""
+    if amount is None:
+        return "?"
+    if amount == 0:
+        text = "0"
+    elif abs(amount) >= 1:
+        text = f"{amount:.2f}"
+    else:
+        exponent = amount.adjusted()  # 0.000123 -> -4
+        text = f"{amount:.{max(2, 2 - exponent)}f}"
+    return text if complete else f"{text}+?"
 
 
 class Billable(Protocol):

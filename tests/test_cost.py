@@ -118,7 +118,7 @@ def test_a_step_bill_is_exact_at_s3_prices() -> None:
     assert cost.complete
     assert cost.currency == "USD"
     assert cost.to_dict()["total"] == "0.532367890625"
-    assert "USD 0.532367890625 at aws-s3" in str(cost)
+    assert str(cost) == "USD 0.532 at aws-s3: requests 0.0133, egress 0.450, storage 0.0690/month"
 
 
 def test_every_repeat_is_billed_and_a_seed_probe_stores_nothing() -> None:

@@ -32,6 +32,7 @@ steps), :mod:`.regressions` (a run against a base run).
 
 from __future__ import annotations
 
+from storeprobe.cost import money
 from storeprobe.render.core import (
     CROWN,
     FORMATS,
@@ -80,7 +81,6 @@ from storeprobe.render.results import (
 from storeprobe.render.scenarios import (
     StepResultLike,
     backup_tables,
-    money,
 )
 from storeprobe.render.tables import (
     Cell,

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from decimal import Decimal
 from typing import Protocol
 
-from storeprobe.cost import PriceSheet, scenario_cost
+from storeprobe.cost import PriceSheet, money, scenario_cost
 from storeprobe.render.core import ResultLike
 from storeprobe.render.lines import target_label
 from storeprobe.render.results import _environment_names
@@ -25,21 +24,6 @@ class StepResultLike(ResultLike, Protocol):
     def requests_by_kind(self) -> Mapping[str, int]: ...
     @property
     def bytes_received(self) -> int: ...
-
-
-def money(amount: Decimal | None, complete: bool = True) -> str:
-    """An amount as people read a bill: 2 decimals from 1 up, else 3 significant digits
-    (``0.000123``); ``"?"`` when unknown, a trailing ``"+?"`` when a part is unpriced."""
-    if amount is None:
-        return "?"
-    if amount == 0:
-        text = "0"
-    elif abs(amount) >= 1:
-        text = f"{amount:.2f}"
-    else:
-        exponent = amount.adjusted()  # 0.000123 -> -4
-        text = f"{amount:.{max(2, 2 - exponent)}f}"
-    return text if complete else f"{text}+?"
 
 
 def backup_tables(
