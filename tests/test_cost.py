@@ -236,7 +236,7 @@ def test_every_shipped_sheet_loads_and_prices_every_kind_with_a_date_and_source(
             assert sheet.class_of(kind.value) is not None, (name, kind)
         for label, price in sheet.prices.items():
             assert price.source.startswith("https://"), (name, label)
-            assert price.date <= sheet.date or name == "wasabi", (name, label)
+            assert price.date <= sheet.date, (name, label)
             assert price.note, (name, label)  # what the source says, or why it is unknown
         assert sheet.source.startswith("https://")
     # the classes as each provider defines them
