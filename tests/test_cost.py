@@ -400,7 +400,7 @@ def test_backup_prices_adds_the_cost_columns(
         prices = str(tmp_path / prices)
     code = main(
         [
-            "backup", str(target), "--size", "1MiB", "--versions", "2", "--seed", "4",
+            "backup", f"file://{target}", "--size", "1MiB", "--versions", "2", "--seed", "4",
             "--prices", prices, "--json", str(out),
         ]
     )  # fmt: skip
