@@ -326,42 +326,30 @@ class PriceSheet:
                 raise ConfigurationError(
                     f"{where}: [requests.{label}] kinds must be a list of request kinds"
                 )
-            try:
-                classes.append(
-                    RequestClass(
-                        name=str(label),
-                        kinds=kinds,
-                        per_1000=price(
-                            table, f"requests.{label}", "per_1000", "per 1 000 requests"
-                        ),
-                    )
-                )
+            per_1000 = price(table, f"requests.{label}", "per_1000", "per 1 000 requests")
+            try:  # the class checks its kinds; its message gains the file's name
+                classes.append(RequestClass(name=str(label), kinds=kinds, per_1000=per_1000))
             except ConfigurationError as exc:
-                if str(exc).startswith(where):
-                    raise
                 raise ConfigurationError(f"{where}: {exc}") from None
-        gb_bytes = data.get("gb_bytes", GIB)
-        days = data.get("minimum_storage_days", 0)
-        try:
+        egress_price = price(egress, "egress", "per_gb", "per GB downloaded")
+        storage_price = price(storage, "storage", "per_gb_month", "per GB stored for a month")
+        sheet_name = _text(data.get("name", name), f"{where}: name")
+        try:  # the sheet checks the rest (every kind in one class, gb_bytes, days)
             return cls(
-                name=_text(data.get("name", name), f"{where}: name"),
+                name=sheet_name,
                 provider=fields["provider"],
                 product=fields["product"],
                 currency=fields["currency"],
                 date=sheet_date,
                 source=sheet_source,
                 requests=classes,
-                egress_per_gb=price(egress, "egress", "per_gb", "per GB downloaded"),
-                storage_per_gb_month=price(
-                    storage, "storage", "per_gb_month", "per GB stored for a month"
-                ),
-                gb_bytes=gb_bytes,
-                minimum_storage_days=days,
+                egress_per_gb=egress_price,
+                storage_per_gb_month=storage_price,
+                gb_bytes=data.get("gb_bytes", GIB),
+                minimum_storage_days=data.get("minimum_storage_days", 0),
                 notes=str(data.get("notes", "")),
             )
         except ConfigurationError as exc:
-            if str(exc).startswith(where):
-                raise
             raise ConfigurationError(f"{where}: {exc}") from None
 
     @classmethod
