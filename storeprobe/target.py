@@ -29,6 +29,7 @@ from fsspec.registry import known_implementations
 from storeprobe.backends import AsyncBackend, SyncBackend, backend_for
 from storeprobe.backends.choice import choose_client
 from storeprobe.backends.s3_endpoint import S3Endpoint
+from storeprobe.environment import endpoint_of
 from storeprobe.errors import (
     ConfigurationError,
     MissingDependencyError,
@@ -38,7 +39,6 @@ from storeprobe.errors import (
     TargetPermissionError,
     TargetUnreachableError,
 )
-from storeprobe.environment import endpoint_of
 from storeprobe.notices import Notice
 from storeprobe.redaction import redact_options, redact_url, scrub, scrub_patterns, secret_values
 

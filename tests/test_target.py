@@ -90,7 +90,9 @@ def test_region_from_the_profile_lets_obstore_measure(
     # no region anywhere: s3fs, which looks the bucket's region up
     assert Target.from_url("s3://bucket", {"profile": "bare"}).client == "s3fs"
     # a profile that does not exist: said at once, with the profiles there are
-    with pytest.raises(ConfigurationError, match=r"AWS profile .other. .*\(profiles there: bare, work\)"):
+    with pytest.raises(
+        ConfigurationError, match=r"AWS profile .other. .*\(profiles there: bare, work\)"
+    ):
         Target.from_url("s3://bucket", {"profile": "other"})
 
 

@@ -106,7 +106,9 @@ class S3Endpoint:
         """The URL requests go to: the endpoint, else AWS's for the region."""
         if self.endpoint_url is not None:
             return self.endpoint_url
-        return f"https://s3.{self.region}.amazonaws.com" if self.region else "https://s3.amazonaws.com"
+        return (
+            f"https://s3.{self.region}.amazonaws.com" if self.region else "https://s3.amazonaws.com"
+        )
 
     @property
     def shown(self) -> str:
@@ -275,10 +277,15 @@ def _endpoint(
 
 
 def _credentials(
-    merged: Mapping[str, Any], given: Mapping[str, Any], environ: Mapping[str, str], named: str | None
+    merged: Mapping[str, Any],
+    given: Mapping[str, Any],
+    environ: Mapping[str, str],
+    named: str | None,
 ) -> S3Credentials:
     if merged.get("anon"):
-        return S3Credentials(kind="anonymous", source=f"unsigned ({_option_source('anon', given, environ)})")
+        return S3Credentials(
+            kind="anonymous", source=f"unsigned ({_option_source('anon', given, environ)})"
+        )
     key, secret = merged.get("key"), merged.get("secret")
     if key and secret:
         token = merged.get("token")
