@@ -27,7 +27,7 @@ import attrs
 import fsspec.config
 import pytest
 
-from storeprobe import ConfigurationError, Probe, ResultSet, Workload
+from storeprobe import ConfigurationError, Probe, ResultSet, TargetPermissionError, Workload
 from storeprobe.cli import main
 from storeprobe.notices import Code
 from tests.http_proxy import CountingProxy
@@ -400,3 +400,26 @@ def test_an_unknown_profile_is_refused_at_once(aws_files: str) -> None:
 def test_a_key_without_a_secret_is_refused_at_once(aws_files: str) -> None:
     with pytest.raises(ConfigurationError, match="key is given without secret"):
         Probe.from_url("s3://bench/x", {"key": S3_KEY, "client_kwargs": {"endpoint_url": DEAD}})
+
+
+def test_keys_from_fsspec_config_sign_and_are_scrubbed(
+    aws_files: str, counting_proxy: CountingProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FSSPEC_S3_KEY", S3_KEY)
+    monkeypatch.setenv("FSSPEC_S3_SECRET", "wrong-FSSPEC-SENTINEL-55")
+    monkeypatch.setenv("FSSPEC_S3_ENDPOINT_URL", aws_files)
+    fresh: dict[str, dict[str, Any]] = {}
+    fsspec.config.set_conf_env(fresh)
+    monkeypatch.setattr(fsspec.config, "conf", fresh)
+    for client in ("obstore", "s3fs"):
+        probe = Probe.from_url("s3://bench/x", client=client, repeats=1)
+        resolved = probe.target.s3_endpoint
+        assert resolved is not None
+        assert resolved.credentials.kind == "static"
+        assert resolved.credentials.source == "env FSSPEC_S3_KEY"
+        counting_proxy.reset()
+        with pytest.raises(TargetPermissionError) as info:
+            probe.upload(WORKLOAD)
+        assert counting_proxy.requests > 0  # the wrong secret was sent to the local server
+        assert "SENTINEL" not in str(info.value)
+        assert "SENTINEL" not in repr(probe)
