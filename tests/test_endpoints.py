@@ -423,3 +423,15 @@ def test_keys_from_fsspec_config_sign_and_are_scrubbed(
         assert counting_proxy.requests > 0  # the wrong secret was sent to the local server
         assert "SENTINEL" not in str(info.value)
         assert "SENTINEL" not in repr(probe)
+
+
+def test_an_aws_config_file_botocore_cannot_parse_is_refused_at_once(
+    aws_files: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "broken-config"
+    broken.write_text("[profile remote\nregion = eu-central-1\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(broken))
+    with pytest.raises(
+        ConfigurationError, match=r"cannot read the AWS configuration.*fix the file"
+    ):
+        Probe.from_url("s3://bench/x", {"profile": "remote"})

@@ -193,6 +193,11 @@ class _Profile:
                 f"AWS profile {self.name!r} ({source}) is in neither {config} nor "
                 f"{credentials} (profiles there: {known}): add it, or name one that exists"
             ) from None
+        except botocore.exceptions.BotoCoreError as exc:  # a file botocore cannot parse
+            raise ConfigurationError(
+                f"cannot read the AWS configuration for profile {self.name!r}: {exc}; "
+                "fix the file (AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE)"
+            ) from None
         self.ignore_endpoints = str(flag).lower() in _TRUE if flag is not None else False
 
 
