@@ -435,3 +435,21 @@ def test_an_aws_config_file_botocore_cannot_parse_is_refused_at_once(
         ConfigurationError, match=r"cannot read the AWS configuration.*fix the file"
     ):
         Probe.from_url("s3://bench/x", {"profile": "remote"})
+
+
+def test_the_profile_variables_in_botocores_order(
+    aws_files: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import botocore.session
+
+    from storeprobe.backends.s3_endpoint import resolve_s3
+
+    monkeypatch.setenv("AWS_PROFILE", "remote")
+    monkeypatch.setenv("AWS_DEFAULT_PROFILE", "via-services")
+    resolved = resolve_s3({})
+    assert (resolved.profile, resolved.profile_source) == (
+        "via-services",
+        "env AWS_DEFAULT_PROFILE",
+    )
+    assert botocore.session.Session().get_config_variable("profile") == "via-services"
+    assert resolved.endpoint_source == "profile via-services, services section local-s3"

@@ -20,8 +20,8 @@ fsspec's config files when fsspec is imported; given options win, key by key).
   CLI v2, the other AWS SDKs and obstore), then ``AWS_DEFAULT_REGION`` (botocore's), then
   the profile's ``region``. botocore alone ignores ``AWS_REGION``: storeprobe hands the
   region to s3fs explicitly, so both clients sign for the same one.
-- **profile**: ``profile``, then ``AWS_PROFILE`` / ``AWS_DEFAULT_PROFILE``, else
-  ``default``; its settings are read from ``AWS_CONFIG_FILE`` and
+- **profile**: ``profile``, then ``AWS_DEFAULT_PROFILE``, then ``AWS_PROFILE`` (botocore's
+  order), else ``default``; its settings are read from ``AWS_CONFIG_FILE`` and
   ``AWS_SHARED_CREDENTIALS_FILE`` (``~/.aws/config`` and ``~/.aws/credentials``) through
   botocore's own session. A profile named but not found is a :class:`ConfigurationError`.
 - **credentials**: ``anon=True``; else ``key`` and ``secret`` (and ``token``); else
@@ -215,7 +215,8 @@ def resolve_s3(options: Mapping[str, Any]) -> S3Endpoint:
     if named is not None:
         profile_source = _option_source("profile", options, environ)
     else:
-        variable = next((n for n in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE") if environ.get(n)), None)
+        # botocore's order: AWS_DEFAULT_PROFILE wins over AWS_PROFILE
+        variable = next((n for n in ("AWS_DEFAULT_PROFILE", "AWS_PROFILE") if environ.get(n)), None)
         profile_source = f"env {variable}" if variable else "the default profile"
     profile = _Profile(named, profile_source)
     where = f"profile {profile.name}"
