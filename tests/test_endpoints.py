@@ -17,6 +17,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -453,3 +454,57 @@ def test_the_profile_variables_in_botocores_order(
     )
     assert botocore.session.Session().get_config_variable("profile") == "via-services"
     assert resolved.endpoint_source == "profile via-services, services section local-s3"
+
+
+@pytest.mark.parametrize(
+    ("profile", "env", "setting"),
+    [
+        ("", {"AWS_USE_FIPS_ENDPOINT": "true"}, "use_fips_endpoint (env AWS_USE_FIPS_ENDPOINT)"),
+        ("use_dualstack_endpoint = true\n", {}, "use_dualstack_endpoint (profile default)"),
+        (
+            "s3 =\n  use_accelerate_endpoint = true\n",
+            {},
+            "s3.use_accelerate_endpoint (profile default)",
+        ),
+        (
+            "endpoint_url = https://127.0.0.1:9\ns3 =\n  addressing_style = virtual\n",
+            {},
+            "s3.addressing_style (profile default)",
+        ),
+    ],
+)
+def test_a_setting_only_botocore_applies_refuses_obstore(
+    profile: str,
+    env: dict[str, str],
+    setting: str,
+    aws_files: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "setting-config"
+    config.write_text(f"[default]\nregion = {REGION}\n{profile}")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    pattern = re.escape(setting) + r" is a botocore setting obstore does not apply.*client='s3fs'"
+    with pytest.raises(ConfigurationError, match=pattern):
+        Probe.from_url("s3://bench/x", client="obstore")
+    target = Probe.from_url("s3://bench/x").target  # construction only: nothing is sent
+    assert target.client == "s3fs"
+    assert target.client_notice is not None
+    assert setting in target.client_notice.message
+
+
+def test_settings_that_change_nothing_keep_obstore(
+    aws_files: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # path-style addressing is what obstore sends; FIPS is for AWS's own endpoints only
+    config = tmp_path / "harmless-config"
+    config.write_text(
+        f"[default]\nregion = {REGION}\nendpoint_url = {aws_files}\nuse_fips_endpoint = true\n"
+        "s3 =\n  addressing_style = path\n"
+    )
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    probe = Probe.from_url("s3://bench/harmless", repeats=1)
+    assert probe.target.client == "obstore"
+    assert probe.upload(WORKLOAD).ok

@@ -14,7 +14,9 @@ With ``client="auto"`` obstore measures when it is installed and can honour them
   SSO, instance roles) resolved when the first request is signed, as s3fs would;
 - where: an endpoint, or a region (resolved as above);
 - no endpoint variable only obstore would read (``AWS_ENDPOINT``, or
-  ``AWS_ENDPOINT_URL`` that botocore is told to ignore);
+  ``AWS_ENDPOINT_URL`` that botocore is told to ignore), and no botocore setting only
+  s3fs would apply (FIPS, dual-stack or accelerated endpoints, virtual-hosted addressing
+  on a custom endpoint);
 - nothing obstore has no equivalent for (``config_kwargs``, ``requester_pays``...).
 
 Otherwise s3fs measures (it also looks up a bucket's region by itself); with
@@ -115,6 +117,13 @@ def _translate(
             f"{endpoint.unread_endpoint} is set, which obstore would read and botocore does "
             "not, so the two clients would go to different endpoints (pass endpoint_url, "
             f"or unset {endpoint.unread_endpoint})",
+        )
+    if endpoint.botocore_only:
+        return (
+            {},
+            None,
+            f"{endpoint.botocore_only[0]} is a botocore setting obstore does not apply, so "
+            "the two clients would not send the same requests to the same endpoint",
         )
     if endpoint.endpoint_url is None and endpoint.region is None:
         return {}, None, "neither an endpoint nor a region (s3fs looks up the bucket's region)"

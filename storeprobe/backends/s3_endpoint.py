@@ -51,6 +51,15 @@ CredentialKind = Literal["static", "anonymous", "chain"]
 # the fsspec protocols whose configuration s3fs takes (its ``protocol`` tuple)
 _FSSPEC_PROTOCOLS = ("s3", "s3a")
 _TRUE = frozenset({"true", "1", "yes"})
+# botocore settings (and their variables) that send requests to another AWS endpoint, and
+# those of a profile's ``s3`` section
+_BOTOCORE_SETTINGS = (
+    ("use_fips_endpoint", "AWS_USE_FIPS_ENDPOINT"),
+    ("use_dualstack_endpoint", "AWS_USE_DUALSTACK_ENDPOINT"),
+)
+_S3_SECTION_SETTINGS = frozenset(
+    {"addressing_style", "use_accelerate_endpoint", "use_dualstack_endpoint"}
+)
 
 
 @frozen(kw_only=True)
@@ -93,6 +102,10 @@ class S3Endpoint:
     #: an endpoint variable that botocore does not read but obstore would (``AWS_ENDPOINT``,
     #: or one botocore was told to ignore), and its name; None: none
     unread_endpoint: str | None = None
+    #: settings botocore (so s3fs) applies and obstore does not, each "name (source)":
+    #: FIPS, dual-stack or accelerated AWS endpoints, virtual-hosted addressing on a
+    #: custom endpoint
+    botocore_only: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return (
@@ -163,6 +176,8 @@ class _Profile:
         self.scoped: Mapping[str, Any] = {}
         self.services: Mapping[str, Any] = {}
         self.ignore_endpoints = False
+        #: botocore settings that change where requests go, "name (source)" → value
+        self.settings: dict[str, Any] = {}
         self.name = named or "default"
         self.source = source
         if importlib.util.find_spec("botocore") is None:
@@ -185,6 +200,17 @@ class _Profile:
                     )
                 self.services = section.get("s3", {}) or {}
             flag = session.get_config_variable("ignore_configured_endpoint_urls")
+            for name, variable in _BOTOCORE_SETTINGS:
+                value = session.get_config_variable(name)
+                if value is not None:
+                    source = (
+                        f"env {variable}" if os.environ.get(variable) else f"profile {self.name}"
+                    )
+                    self.settings[f"{name} ({source})"] = value
+            section = self.scoped.get("s3")
+            for name, value in (section if isinstance(section, Mapping) else {}).items():
+                if name in _S3_SECTION_SETTINGS:
+                    self.settings[f"s3.{name} (profile {self.name})"] = value
         except botocore.exceptions.ProfileNotFound:
             config = os.environ.get("AWS_CONFIG_FILE", "~/.aws/config")
             credentials = os.environ.get("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials")
@@ -243,6 +269,7 @@ def resolve_s3(options: Mapping[str, Any]) -> S3Endpoint:
                 region_source = where
 
     return S3Endpoint(
+        botocore_only=_botocore_only(profile.settings, endpoint),
         endpoint_url=endpoint,
         endpoint_source=endpoint_source,
         region=region,
@@ -252,6 +279,20 @@ def resolve_s3(options: Mapping[str, Any]) -> S3Endpoint:
         profile_source=profile.source,
         unread_endpoint=unread,
     )
+
+
+def _botocore_only(settings: Mapping[str, Any], endpoint: str | None) -> tuple[str, ...]:
+    """The settings in ``settings`` that make botocore send requests elsewhere than obstore
+    would, for this endpoint (None: AWS's)."""
+    found: list[str] = []
+    for label, value in settings.items():
+        name = label.split(" ", 1)[0]
+        on = str(value).lower() in _TRUE
+        if name == "s3.addressing_style" and str(value).lower() == "virtual" and endpoint:
+            found.append(label)  # bucket.host; obstore sends path-style to a custom endpoint
+        elif name != "s3.addressing_style" and on and endpoint is None:
+            found.append(label)  # s3-fips., dualstack., s3-accelerate. hosts of AWS
+    return tuple(found)
 
 
 def _endpoint(
