@@ -62,7 +62,7 @@ import re
 import struct
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import BinaryIO
+from typing import Protocol
 
 import numpy as np
 from attrs import field, frozen
@@ -70,6 +70,10 @@ from attrs import field, frozen
 from storeprobe.errors import ConfigurationError, MissingDependencyError
 
 __all__ = [
+    "DELTA_MAGIC",
+    "Basis",
+    "BasisFile",
+    "Data",
     "DeltaStats",
     "Magic",
     "Signature",
@@ -84,8 +88,22 @@ __all__ = [
 Buffer = bytes | bytearray | memoryview
 #: what the functions read: one buffer, or an iterable of buffers (chunks, in order)
 Data = Buffer | Iterable[Buffer]
+
+
+class BasisFile(Protocol):
+    """A binary file :func:`patch` can read a basis from (``open(path, "rb")``, BytesIO)."""
+
+    def seek(self, offset: int, whence: int = 0, /) -> int:
+        """Move to ``offset``."""
+        ...
+
+    def readinto(self, buffer: memoryview, /) -> int | None:
+        """Read into ``buffer``; the count read."""
+        ...
+
+
 #: a basis for :func:`patch`: a buffer, or a readable and seekable binary file
-Basis = Buffer | BinaryIO
+Basis = Buffer | BasisFile
 
 DELTA_MAGIC = 0x72730236  # "rs\x026": every librsync delta starts with it
 _HEADER = struct.Struct(">III")  # a signature's magic, block_len, strong_len
@@ -297,9 +315,7 @@ class SignatureArgs:
     magic: Magic = field(default=Magic.RK_BLAKE2, validator=_valid_magic)
 
     def __attrs_post_init__(self) -> None:
-        _whole(
-            f"strong_len for {self.magic.name}", self.strong_len, 1, self.magic.max_strong_len
-        )
+        _whole(f"strong_len for {self.magic.name}", self.strong_len, 1, self.magic.max_strong_len)
 
     @classmethod
     def recommended(cls, size: int | None, *, magic: Magic = Magic.RK_BLAKE2) -> SignatureArgs:
@@ -325,10 +341,7 @@ class SignatureArgs:
     def rdiff_backup(cls, size: int) -> SignatureArgs:
         """What rdiff-backup 2.2 uses for a basis of ``size`` bytes (see the module doc)."""
         size = _whole("size", size, 0, 2**62)
-        if size < 10240:
-            block_len = 64
-        else:
-            block_len = (size >> (size.bit_length() // 2 + 4)) << 4
+        block_len = 64 if size < 10240 else (size >> (size.bit_length() // 2 + 4)) << 4
         return cls(block_len=block_len, strong_len=8, magic=Magic.MD4)
 
     @classmethod
@@ -336,10 +349,7 @@ class SignatureArgs:
         """What duplicity 0.8 uses for a basis of ``size`` bytes (``--max-blocksize``)."""
         size = _whole("size", size, 0, 2**62)
         max_blocksize = _whole("max_blocksize", max_blocksize, 1, _MAX_BLOCK_LEN)
-        if size < 1024000:
-            block_len = 512
-        else:
-            block_len = min(size // (2000 * 512) * 512, max_blocksize)
+        block_len = 512 if size < 1024000 else min(size // (2000 * 512) * 512, max_blocksize)
         return cls(block_len=block_len, strong_len=8, magic=Magic.MD4)
 
 
@@ -642,7 +652,7 @@ class _Reader:
     def __init__(self, basis: Basis) -> None:
         self.error: BaseException | None = None
         self.beyond: tuple[int, int] | None = None
-        self.file: BinaryIO | None = None
+        self.file: BasisFile | None = None
         self.array: np.ndarray[tuple[int], np.dtype[np.uint8]] | None = None
         if isinstance(basis, bytes | bytearray | memoryview):
             self.array = np.frombuffer(memoryview(basis).cast("B"), dtype=np.uint8)

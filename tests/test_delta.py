@@ -277,13 +277,17 @@ def test_a_signature_reads_back_from_its_bytes() -> None:
 # -- bad input ------------------------------------------------------------------------
 
 
+def _header(magic: int, block_len: int, strong_len: int) -> bytes:
+    return b"".join(value.to_bytes(4, "big") for value in (magic, block_len, strong_len))
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
         (b"", "12 or more"),
         (b"rs\x026" + bytes(8), "not a librsync signature"),
-        (Magic.MD4.to_bytes(4, "big") + (512).to_bytes(4, "big") + (17).to_bytes(4, "big"), "corrupt"),
-        (Magic.MD4.to_bytes(4, "big") + (512).to_bytes(4, "big") + (8).to_bytes(4, "big") + b"x", "truncated"),
+        (_header(Magic.MD4, 512, 17), "corrupt"),
+        (_header(Magic.MD4, 512, 8) + b"x", "truncated"),
     ],
 )
 def test_a_bad_signature_is_refused(data: bytes, message: str) -> None:
@@ -315,7 +319,7 @@ def test_a_wrong_delta_or_basis_is_an_error_and_prints_nothing(
     change = delta(signature(old), new)
     with pytest.raises(ConfigurationError, match="bad magic"):
         patch(old, b"garbage!")
-    with pytest.raises(ConfigurationError, match="unexpected end of input|truncated"):
+    with pytest.raises(ConfigurationError, match=r"unexpected end of input|truncated"):
         patch(old, change[:100])
     with pytest.raises(ConfigurationError, match="beyond the end of the basis"):
         patch(old[:1000], change)
