@@ -13,7 +13,9 @@ librsync's streaming job API (``rs_sig_begin`` / ``rs_loadsig_begin`` + ``rs_del
   checksum per block of ``block_len`` bytes;
 - :func:`delta` encodes new bytes against a :class:`Signature`; :func:`measure_delta`
   gives the same delta's size and composition (:class:`DeltaStats`) without keeping it;
-- :func:`patch` applies a delta to the basis and returns the new bytes.
+- :func:`patch` applies a delta to the basis and returns the new bytes;
+- :func:`write_delta` and :func:`write_patch` stream their output into a callable
+  instead (a file's or an upload's ``write``).
 
 Inputs are a buffer or an iterable of buffers (chunks), so a large file streams
 through: librsync reads the chunks in place, the output goes through one 64 KiB buffer,
@@ -58,6 +60,7 @@ import ctypes
 import ctypes.util
 import enum
 import functools
+import io
 import re
 import struct
 import threading
@@ -83,6 +86,8 @@ __all__ = [
     "measure_delta",
     "patch",
     "signature",
+    "write_delta",
+    "write_patch",
 ]
 
 Buffer = bytes | bytearray | memoryview
@@ -591,11 +596,21 @@ def signature(
     return Signature(b"".join(pieces))
 
 
-def _delta(
-    sig: Signature, new_data: Data, emit: Callable[[bytes], None], written: Callable[[], int]
-) -> DeltaStats:
+def write_delta(sig: Signature, new_data: Data, write: Callable[[bytes], object]) -> DeltaStats:
+    """Stream the delta from the basis ``sig`` summarises to ``new_data`` into ``write``.
+
+    ``write`` gets the delta in order, in pieces of at most 64 KiB (e.g. a file's
+    ``write``, or an upload's); nothing is kept. Returns its :class:`DeltaStats`.
+    """
     if not isinstance(sig, Signature):
         raise ConfigurationError(f"a delta needs a Signature (from signature()), not {sig!r}")
+    written = 0
+
+    def emit(piece: bytes) -> None:
+        nonlocal written
+        written += len(piece)
+        write(piece)
+
     lib = _library()
     sumset = ctypes.c_void_p()
     loader = lib.rs_loadsig_begin(ctypes.byref(sumset))
@@ -610,7 +625,7 @@ def _delta(
         read = _run(job, new_data, emit, "delta")
         stats = lib.rs_job_statistics(job).contents
         return DeltaStats(
-            size=written(),
+            size=written,
             literal_bytes=int(stats.lit_bytes),
             literal_commands=int(stats.lit_cmds),
             copy_bytes=int(stats.copy_bytes),
@@ -626,9 +641,9 @@ def _delta(
 def delta(sig: Signature, new_data: Data) -> bytes:
     """The delta from the basis ``sig`` summarises to ``new_data``, as ``rdiff delta``
     writes it (librsync's delta format, magic ``rs\\x026``)."""
-    pieces: list[bytes] = []
-    _delta(sig, new_data, pieces.append, lambda: sum(len(piece) for piece in pieces))
-    return b"".join(pieces)
+    out = io.BytesIO()
+    write_delta(sig, new_data, out.write)
+    return out.getvalue()
 
 
 def measure_delta(sig: Signature, new_data: Data) -> DeltaStats:
@@ -637,13 +652,7 @@ def measure_delta(sig: Signature, new_data: Data) -> DeltaStats:
     ``measure_delta(sig, data).size == len(delta(sig, data))``; memory stays at the
     signature's index plus one output buffer, however large ``new_data`` is.
     """
-    total = 0
-
-    def count(piece: bytes) -> None:
-        nonlocal total
-        total += len(piece)
-
-    return _delta(sig, new_data, count, lambda: total)
+    return write_delta(sig, new_data, lambda _: None)
 
 
 class _Reader:
@@ -693,20 +702,28 @@ class _Reader:
             return _RS_IO_ERROR
 
 
-def patch(basis: Basis, delta_data: Data) -> bytes:
-    """The new bytes: ``delta_data`` applied to ``basis`` (``rdiff patch``).
+def write_patch(basis: Basis, delta_data: Data, write: Callable[[bytes], object]) -> int:
+    """Stream ``delta_data`` applied to ``basis`` (the new bytes) into ``write``.
 
-    ``basis`` is the old version's bytes, or a binary file opened for reading (it is read
+    ``write`` gets the new bytes in order, in pieces of at most 64 KiB; returns their
+    count. ``basis`` is the old version's bytes, or a binary file opened for reading (read
     at the offsets the delta copies from, never whole). Raises
     :class:`~storeprobe.errors.ConfigurationError` if the delta is not a librsync delta
-    or copies from beyond the end of the basis (the wrong basis).
+    or copies from beyond the end of the basis (the wrong basis); an error of the basis
+    file is raised as it is.
     """
     reader = _Reader(basis)
+    written = 0
+
+    def emit(piece: bytes) -> None:
+        nonlocal written
+        written += len(piece)
+        write(piece)
+
     lib = _library()
-    pieces: list[bytes] = []
     job = lib.rs_patch_begin(reader.callback, None)
     try:
-        _run(job, delta_data, pieces.append, "patch")
+        _run(job, delta_data, emit, "patch")
     except ConfigurationError as exc:
         if reader.error is not None:
             raise reader.error from exc
@@ -719,4 +736,12 @@ def patch(basis: Basis, delta_data: Data) -> bytes:
         raise
     finally:
         _free(job)
-    return b"".join(pieces)
+    return written
+
+
+def patch(basis: Basis, delta_data: Data) -> bytes:
+    """The new bytes: ``delta_data`` applied to ``basis`` (``rdiff patch``); see
+    :func:`write_patch` for the basis and the errors."""
+    out = io.BytesIO()
+    write_patch(basis, delta_data, out.write)
+    return out.getvalue()

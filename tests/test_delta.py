@@ -33,6 +33,8 @@ from storeprobe.delta import (
     measure_delta,
     patch,
     signature,
+    write_delta,
+    write_patch,
 )
 from storeprobe.errors import ConfigurationError, MissingDependencyError
 from storeprobe.units import KiB, MiB
@@ -234,6 +236,22 @@ def test_patch_round_trips_from_a_buffer_and_from_a_file(tmp_path: Path) -> None
     with (tmp_path / "old").open("rb") as basis:
         assert patch(basis, change) == new
     assert patch(io.BytesIO(old), change) == new
+
+
+def test_writers_stream_in_pieces_of_at_most_64_kib(tmp_path: Path) -> None:
+    first, second = _versions(2 * MiB, 0.2)
+    old, new = _bytes(first), _bytes(second)
+    sig = signature(old)
+    pieces: list[bytes] = []
+    stats = write_delta(sig, _pieces(new, 300_000), pieces.append)
+    assert len(pieces) > 1
+    assert max(len(piece) for piece in pieces) <= 64 * KiB
+    assert b"".join(pieces) == delta(sig, new)
+    assert stats == measure_delta(sig, new)
+    assert stats.size == sum(len(piece) for piece in pieces)
+    with (tmp_path / "restored").open("wb") as out:
+        assert write_patch(old, pieces, out.write) == len(new)
+    assert (tmp_path / "restored").read_bytes() == new
 
 
 @settings(max_examples=40, deadline=None)
