@@ -562,7 +562,7 @@ def test_in_place_trees_round_trip_through_dicts() -> None:
     [
         lambda: _base().evolve(rewrite=1.5),
         lambda: _base().evolve(rewrite=-0.1),
-        lambda: _base().evolve(rewrite="half"),
+        lambda: _base().evolve(rewrite="half"),  # type: ignore[arg-type]
         lambda: _base().evolve(rewrite=True),
         lambda: File("a", 1, 1, (1,)),
         lambda: File("a", 1, 3, (2, 1)),
