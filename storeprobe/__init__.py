@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from storeprobe._version import __version__
 from storeprobe.comparison import Report, compare_results
+from storeprobe.cost import Cost, PriceSheet, price_sheets, scenario_cost
 from storeprobe.dataset import Image, Sizes, Tree
 from storeprobe.distributed import Distributed
 from storeprobe.environment import Environment
@@ -37,6 +38,7 @@ from storeprobe.result import (
     load_results,
 )
 from storeprobe.resultset import ResultSet, Saturation
+from storeprobe.settings import Settings
 from storeprobe.step import Step
 from storeprobe.target import Target
 from storeprobe.timeline import Timeline
@@ -47,6 +49,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Code",
     "ConfigurationError",
+    "Cost",
     "Distributed",
     "Environment",
     "Fleet",
@@ -54,6 +57,7 @@ __all__ = [
     "Member",
     "MissingDependencyError",
     "Notice",
+    "PriceSheet",
     "Probe",
     "Report",
     "Result",
@@ -61,6 +65,7 @@ __all__ = [
     "ResultSet",
     "Sample",
     "Saturation",
+    "Settings",
     "Sizes",
     "Step",
     "StoreProbeError",
@@ -81,4 +86,6 @@ __all__ = [
     "format_size",
     "load_results",
     "parse_size",
+    "price_sheets",
+    "scenario_cost",
 ]
