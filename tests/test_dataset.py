@@ -800,6 +800,15 @@ def test_image_evolve_is_deterministic_and_cumulative() -> None:
     assert nothing.diff(v0).changed_bytes == 0
 
 
+def test_a_changed_image_is_rewritten_in_place() -> None:
+    v0 = Image.create("1MiB", block_size="4KiB")
+    v1 = v0.evolve(fraction=0.02)
+    changes = v1.diff(v0)
+    assert changes.in_place == changes.changed == v1.files
+    assert changes.changed_bytes == 5 * 4 * KiB
+    assert v1.evolve(fraction=0).diff(v1).in_place == ()
+
+
 def test_image_refuses_another_version_s_file() -> None:
     v0 = Image.create("1MiB", block_size="4KiB")
     v1 = v0.evolve()

@@ -238,7 +238,8 @@ class Changes:
     #: without in-place rewrites)
     rewritten_bytes: int | None = None
     #: the changed files whose bytes differ only in regions rewritten in place (a subset
-    #: of ``changed``; a binary delta against the previous version is small for these)
+    #: of ``changed``: a tree's files rewritten in place, a changed image); a binary
+    #: delta against the previous version is small for these
     in_place: tuple[File, ...] = ()
 
     @property
