@@ -23,6 +23,7 @@ from storeprobe.dataset import (
     Image,
     Sizes,
     Tree,
+    content,
     dataset_from_dict,
 )
 from storeprobe.delta import delta, measure_delta, patch, signature
@@ -545,6 +546,29 @@ def test_the_delta_of_a_file_rewritten_in_place_is_small() -> None:
     assert patch(v0.payload(old), delta(sig, v1.payload(new))) == v1.payload(new)
     whole = v0.evolve(changed=1, added=0, deleted=0)  # rewritten whole: no match at all
     assert measure_delta(sig, whole.payload(whole.files[0])).copy_bytes == 0
+
+
+def test_content_streams_a_file_through_one_buffer() -> None:
+    tree = _in_place_versions()[-1]
+    file = max(tree.files, key=lambda f: f.size)
+    pieces = [bytes(piece) for piece in content(tree, file, piece_size=70_000)]
+    assert b"".join(pieces) == tree.payload(file)
+    assert {len(piece) for piece in pieces[:-1]} == {70_000}
+    views = list(content(tree, file, piece_size=70_000))
+    assert len({id(view.obj) for view in views}) == 1  # one buffer, reused
+    assert list(content(tree, File("empty", 0))) == []
+    with pytest.raises(ConfigurationError, match="piece_size"):
+        list(content(tree, file, piece_size=0))
+
+
+def test_deltas_stream_from_content() -> None:
+    trees = _in_place_versions()
+    new = next(f for f in trees[1].files if f.in_place and f.size > 100_000)
+    old = next(f for f in trees[0].files if f.path == new.path)
+    whole = delta(signature(trees[0].payload(old)), trees[1].payload(new))
+    sig = signature(content(trees[0], old, piece_size=50_000), size=old.size)
+    assert sig == signature(trees[0].payload(old))
+    assert delta(sig, content(trees[1], new, piece_size=33_333)) == whole
 
 
 def test_in_place_trees_round_trip_through_dicts() -> None:
