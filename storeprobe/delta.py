@@ -290,7 +290,7 @@ def _library() -> ctypes.CDLL:
 
 
 def _version_of(lib: ctypes.CDLL) -> str:
-    raw = (ctypes.c_char * 64).in_dll(lib, "rs_librsync_version").value
+    raw = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(lib, "rs_librsync_version")))
     found = re.search(r"\d+\.\d+(?:\.\d+)?", raw.decode("ascii", "replace"))
     if found is None:
         raise ValueError(f"unexpected librsync version {raw!r}")
