@@ -16,6 +16,7 @@ from typing import Any
 
 from storeprobe import render
 from storeprobe.backup import METHODS
+from storeprobe.cost import load_prices, price_sheet_names
 from storeprobe.dataset import Image, Tree
 from storeprobe.errors import ConfigurationError
 from storeprobe.probe import MAX_STREAMS, Probe
@@ -102,6 +103,13 @@ def add_backup_command(
     )
     backup.add_argument("--no-verify", action="store_true", help="skip checking restored bytes")
     backup.add_argument(
+        "--prices",
+        metavar="NAME|FILE.toml",
+        help="add what the steps cost at a provider's list prices: a shipped price sheet ("
+        + ", ".join(price_sheet_names())
+        + ") or your own TOML file (see the Backup page)",
+    )
+    backup.add_argument(
         "--json", type=Path, metavar="FILE", help="also write the results as JSON (appended)"
     )
     return backup
@@ -138,6 +146,7 @@ def run_backup(args: argparse.Namespace, options: dict[str, Any]) -> tuple[int, 
     for count in args.streams:
         if not 1 <= count <= MAX_STREAMS:
             raise ConfigurationError(f"--streams {count} is out of range: use 1 to {MAX_STREAMS}")
+    prices = None if args.prices is None else load_prices(args.prices)
     seed = secrets.randbits(63) if args.seed is None else args.seed
     chain = dataset_versions(args.dataset, args.size, args.versions, seed)
     print(f"dataset: {chain[0].describe()}, {len(chain)} versions", file=sys.stderr)
@@ -165,5 +174,5 @@ def run_backup(args: argparse.Namespace, options: dict[str, Any]) -> tuple[int, 
                     print(f"  {render.result_line(result)}", file=sys.stderr)
                 results.extend(steps)
     collected = ResultSet(results)
-    print(render.render_tables(render.backup_tables(results), args.format))
+    print(render.render_tables(render.backup_tables(results, prices), args.format))
     return (EXIT_OK if all(r.ok for r in results) else EXIT_FAILED), collected

@@ -27,7 +27,8 @@ from storeprobe.backup.objects import Blob, Read
 from storeprobe.backup.registry import METHODS, method_for
 from storeprobe.backup.restic import Restic
 from storeprobe.backup.scenario import backup_restore
-from storeprobe.backup.session import Leftover, Session
+from storeprobe.backup.session import Session
+from storeprobe.execution import Leftover
 from storeprobe.manifest import Chunking
 
 __all__ = [

@@ -36,15 +36,16 @@ from attrs import frozen
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backup.method import BackupMethod, Replay, StepKind
 from storeprobe.backup.registry import method_for
-from storeprobe.backup.session import Leftover, Session
+from storeprobe.backup.session import Session
 from storeprobe.dataset import Dataset, Image, Tree
 from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError
-from storeprobe.execution import bounded, open_run
+from storeprobe.execution import bounded, cleanup_notice, open_run
 from storeprobe.notices import Code, Notice
 from storeprobe.restore import verify_restore
 from storeprobe.result import Result
 from storeprobe.sampling import combine, seconds_by_kind
+from storeprobe.settings import Settings
 from storeprobe.step import Step
 from storeprobe.target import Target
 from storeprobe.transfer import Clock
@@ -216,17 +217,16 @@ def backup_restore(
     versions: Sequence[Dataset],
     *,
     method: str | BackupMethod,
-    streams: int,
-    timeout: float | None,
+    settings: Settings,
     clock: Clock,
-    label: str | None = None,
-    verify: bool = True,
     restore: Sequence[int] | None = None,
     chunk_size: int | str | None = None,
 ) -> list[Result]:
     """Back up every version, then restore versions; one Result per step.
 
-    ``method`` is a method name (:data:`~storeprobe.backup.METHODS`) or a
+    ``settings`` are the probe's (``streams``, ``timeout``, ``verify`` and ``label``
+    apply; the scenario runs once, whatever ``repeats`` says). ``method`` is a method
+    name (:data:`~storeprobe.backup.METHODS`) or a
     :class:`~storeprobe.backup.BackupMethod` with its options; ``chunk_size`` sets a
     named chunking method's average chunk size. ``restore`` lists the
     versions to restore, in order (default: every version, oldest first): the first
@@ -238,18 +238,20 @@ def backup_restore(
     """
     chosen = method_for(method, target.protocol, chunk_size=chunk_size)
     steps = _plan(versions, restore)
-    environment, prefix = open_run(target, label, timeout, chosen.folders)
+    environment, prefix = open_run(target, settings.label, settings.timeout, chosen.folders)
     backend = target.backend
     reader = (
-        _range_reader(target, f"{prefix}/range-check", timeout) if chosen.ranged_reads else backend
+        _range_reader(target, f"{prefix}/range-check", settings.timeout)
+        if chosen.ranged_reads
+        else backend
     )
     if not isinstance(reader, AsyncBackend | SyncBackend):
         raise TypeError(f"{type(reader).__name__} is neither an async nor a sync backend")
     session = Session(
         target=target,
         prefix=prefix,
-        streams=streams,
-        timeout=timeout,
+        streams=settings.streams,
+        timeout=settings.timeout,
         clock=clock,
         reader=reader,
         premade=frozenset(chosen.folders),
@@ -259,7 +261,7 @@ def backup_restore(
         replay=chosen.replay(),
         session=session,
         versions=tuple(versions),
-        verify=verify,
+        verify=settings.verify,
         environment=environment,
     )
     results: list[Result] = []
@@ -278,8 +280,10 @@ def backup_restore(
     finally:
         shutil.rmtree(directory, ignore_errors=True)
         leftovers = session.close(chosen.folders)
-    if leftovers and results:
-        results[-1] = _with_leftovers(results[-1], leftovers, prefix)
+    notice = cleanup_notice(prefix, leftovers)
+    if notice is not None and results:
+        last = results[-1]
+        results[-1] = attrs.evolve(last, warnings=(*last.warnings, notice))
     return results
 
 
@@ -294,16 +298,6 @@ def _range_reader(target: Target, probe: str, timeout: float | None) -> object:
         return found[0]
     finally:
         bounded(lambda: fs.rm_file(probe), timeout)
-
-
-def _with_leftovers(result: Result, leftovers: Sequence[Leftover], prefix: str) -> Result:
-    notice = Notice(
-        code=Code.CLEANUP_INCOMPLETE,
-        message=f"cleanup could not delete {len(leftovers)} item(s) under {prefix}: "
-        + ", ".join(str(left) for left in leftovers[:5]),
-        fix="delete them by hand",
-    )
-    return attrs.evolve(result, warnings=(*result.warnings, notice))
 
 
 def _not_run(cause: Notice) -> Notice:

@@ -19,11 +19,11 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
-from attrs import define, field, frozen
+from attrs import define, field
 
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backup.objects import Blob, BlobPayloads, Read
-from storeprobe.execution import bounded, delete_names, execute
+from storeprobe.execution import Leftover, bounded, delete_names, execute, remove_folders
 from storeprobe.jobs import EXISTENCE
 from storeprobe.planning import Plan
 from storeprobe.request import Kind, Part, Request
@@ -33,22 +33,6 @@ from storeprobe.transfer import Clock, Run
 __all__ = ["Leftover", "Session"]
 
 Backend = AsyncBackend | SyncBackend
-
-
-@frozen(kw_only=True)
-class Leftover:
-    """A name the scenario wrote and could not delete, and why."""
-
-    name: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.reason})"
-
-
-def _leftover(entry: str) -> Leftover:
-    name, _, reason = entry.partition(" (")
-    return Leftover(name=name, reason=reason.removesuffix(")") or "unknown")
 
 
 @define
@@ -212,26 +196,18 @@ class Session:
     def close(self, folders: Sequence[str]) -> list[Leftover]:
         """Delete every name still written, then the folders made (deepest first) and
         ``folders`` and the prefix itself; return what could not be deleted (untimed)."""
-        left = [
-            _leftover(entry)
-            for entry in delete_names(
-                self.target,
-                list(self.written),
-                streams=self.streams,
-                clock=self.clock,
-                timeout=self.timeout,
-            )
-        ]
-        backend = self.target.backend
-        for folder in [
-            *sorted(self.folders, key=lambda f: -f.count("/")),
-            *(self.key(f) for f in folders),
-            self.prefix,
-        ]:
-            try:
-                backend.remove_prefix(folder)
-            except FileNotFoundError:
-                pass
-            except Exception as exc:
-                left.append(Leftover(name=folder, reason=self.target.describe_error(exc)))
-        return left
+        left = delete_names(
+            self.target,
+            list(self.written),
+            streams=self.streams,
+            clock=self.clock,
+            timeout=self.timeout,
+        )
+        return left + remove_folders(
+            self.target,
+            [
+                *sorted(self.folders, key=lambda f: -f.count("/")),
+                *(self.key(f) for f in folders),
+                self.prefix,
+            ],
+        )
