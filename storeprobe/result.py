@@ -618,10 +618,28 @@ def _upgrade_v1(record: Any) -> Any:
     return upgraded
 
 
+def _read_file(path: Path) -> tuple[str, str]:
+    """A results file's text and its name for messages; a file that is not UTF-8 text
+    (an image, an archive) or a directory is refused as not a results document."""
+    origin = f"file {str(path)!r}"
+    if path.is_dir():
+        raise ResultFormatError(
+            f"not a storeprobe results document: {origin} is a directory: give the JSON "
+            "file written by 'storeprobe run --json FILE'"
+        )
+    try:
+        return path.read_text(encoding="utf-8"), origin
+    except UnicodeDecodeError:
+        raise ResultFormatError(
+            f"not a storeprobe results document: {origin} is not text (a results file is "
+            "JSON): give the file written by 'storeprobe run --json FILE'"
+        ) from None
+
+
 def _read(source: str | Path) -> tuple[str, str]:
     """The document's text and where it came from (for messages)."""
     if isinstance(source, Path):
-        return source.read_text(), f"file {str(source)!r}"
+        return _read_file(source)
     if not isinstance(source, str):
         raise ResultFormatError(
             f"load_results takes JSON text or a file's path, not {type(source).__name__}"
@@ -634,7 +652,7 @@ def _read(source: str | Path) -> tuple[str, str]:
     except (OSError, ValueError):  # a name too long, a NUL byte: not a path
         is_file = False
     if is_file:
-        return path.read_text(), f"file {source!r}"
+        return _read_file(path)
     shown = source if len(source) <= 80 else source[:77] + "..."
     raise ResultFormatError(
         f"not a storeprobe results document: {shown!r} is neither JSON text (it does not "
