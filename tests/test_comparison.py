@@ -530,12 +530,16 @@ def test_cli_formats_parse(
         assert "0.500" in out
 
 
-def test_cli_warns_when_nothing_matches(
-    files: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("threshold", [["--fail-slower", "5%"], []])
+def test_cli_exits_2_when_nothing_matches(
+    files: dict[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    threshold: list[str],
 ) -> None:
     other = write(tmp_path / "other.json", [result([1.0] * 3, url="s3://other")])
-    assert main(["compare", files["base"], other, "--fail-slower", "5%"]) == 0
+    assert main(["compare", files["base"], other, *threshold]) == 2  # a gate never passes on nothing
     out, err = capsys.readouterr()
     assert "only in base" in out
     assert "only in new" in out
-    assert "no probe of NEW matches one of BASE" in err
+    assert "storeprobe: error: no probe of NEW matches one of BASE, 0 compared" in err
