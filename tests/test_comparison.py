@@ -538,7 +538,9 @@ def test_cli_exits_2_when_nothing_matches(
     threshold: list[str],
 ) -> None:
     other = write(tmp_path / "other.json", [result([1.0] * 3, url="s3://other")])
-    assert main(["compare", files["base"], other, *threshold]) == 2  # a gate never passes on nothing
+    assert (
+        main(["compare", files["base"], other, *threshold]) == 2
+    )  # a gate never passes on nothing
     out, err = capsys.readouterr()
     assert "only in base" in out
     assert "only in new" in out
