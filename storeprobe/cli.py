@@ -36,6 +36,7 @@ from storeprobe.distributed import cluster
 from storeprobe.environment import check_label
 from storeprobe.errors import ConfigurationError, ResultFormatError, StoreProbeError, TargetError
 from storeprobe.probe import MAX_STREAMS, Probe
+from storeprobe.redaction import redact_url
 from storeprobe.render import CROWN, FORMATS, RATE_UNITS, TIE
 from storeprobe.result import Result
 from storeprobe.resultset import ResultSet
@@ -332,6 +333,43 @@ class _Bars:
         self.callback.close()
 
 
+def _open_probes(
+    args: argparse.Namespace,
+    urls: Sequence[str],
+    options: dict[str, Any],
+    bars: _Bars | None,
+    refused: dict[int, str],
+) -> list[tuple[int, Probe]]:
+    """A probe per URL and stream count, each with its URL's index. A bad URL raises here,
+    before anything runs; a target that refuses as it opens (an sftp server that is down)
+    is reported, put in ``refused`` (index → redacted URL) and skipped."""
+    probes: list[tuple[int, Probe]] = []
+    for index, url in enumerate(urls):
+        client = args.client if args.client in CLIENTS.get(url.split("://", 1)[0], ()) else "auto"
+        try:
+            probes += [
+                (
+                    index,
+                    Probe.from_url(
+                        url,
+                        options,
+                        client=client,
+                        streams=streams,
+                        timeout=args.timeout,
+                        stage_above=args.stage_above,
+                        verify=not args.no_verify,
+                        callback=bars.callback if bars is not None else None,
+                        **_probe_keywords(args),
+                    ),
+                )
+                for streams in args.streams
+            ]
+        except TargetError as exc:
+            refused[index] = redact_url(url)
+            print(f"storeprobe: error: {exc}", file=sys.stderr)
+    return probes
+
+
 def _run(args: argparse.Namespace) -> int:
     _check_counts(args.streams, args.repeats)
     check_label(args.label)
@@ -357,26 +395,7 @@ def _run(args: argparse.Namespace) -> int:
     if fleet:
         bars = None  # workers draw no progress: each runs in its own process
     try:
-        probes = [
-            (
-                index,
-                Probe.from_url(
-                    url,
-                    options,
-                    client=args.client
-                    if args.client in CLIENTS.get(url.split("://", 1)[0], ())
-                    else "auto",
-                    streams=streams,
-                    timeout=args.timeout,
-                    stage_above=args.stage_above,
-                    verify=not args.no_verify,
-                    callback=bars.callback if bars is not None else None,
-                    **_probe_keywords(args),
-                ),
-            )
-            for index, url in enumerate(urls)
-            for streams in args.streams
-        ]
+        probes = _open_probes(args, urls, options, bars, refused)
         with contextlib.ExitStack() as stack:
             client = stack.enter_context(cluster(args.workers, args.scheduler)) if fleet else None
             for index, probe in probes:

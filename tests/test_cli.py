@@ -14,7 +14,7 @@ import pytest
 
 from storeprobe import ResultSet, load_results
 from storeprobe.cli import main
-from tests.servers import S3_KEY, S3_SECRET, Server
+from tests.servers import S3_KEY, S3_SECRET, Server, free_port
 
 
 def test_default_run_probes_a_local_temporary_directory(
@@ -501,20 +501,33 @@ def test_report_checks_its_outputs_before_reading(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
 
 
-@pytest.mark.parametrize("failing_first", [False, True])
+@pytest.mark.parametrize(
+    ("failing", "first", "fragment"),
+    [
+        ("absent directory", False, "does not exist"),
+        ("absent directory", True, "does not exist"),
+        ("sftp at a closed port", False, "ConnectionRefusedError"),  # refuses as it opens
+    ],
+)
 def test_a_failing_target_keeps_the_results_of_the_others(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], failing_first: bool
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], failing: str, first: bool, fragment: str
 ) -> None:
-    disk, absent = tmp_path / "disk", tmp_path / "absent"
+    disk = tmp_path / "disk"
     disk.mkdir()
+    bad = (
+        str(tmp_path / "absent")
+        if failing == "absent directory"
+        else f"sftp://127.0.0.1:{free_port()}/x"
+    )
     results = tmp_path / "r.json"
-    urls = [str(absent), str(disk)] if failing_first else [str(disk), str(absent)]
+    urls = [bad, str(disk)] if first else [str(disk), bad]
     argv = ["run", *urls, "--workload", "2x1KiB", "--repeats", "1", "--no-progress"]
     assert main([*argv, "--json", str(results)]) == 1
     captured = capsys.readouterr()
     assert "storeprobe: error:" in captured.err
-    assert "does not exist" in captured.err
-    assert f"1 of 2 targets refused and were skipped: file://{absent}" in captured.err
+    assert fragment in captured.err
+    shown = bad if "://" in bad else f"file://{bad}"
+    assert f"1 of 2 targets refused and were skipped: {shown}" in captured.err
     assert "Traceback" not in captured.err
     saved = load_results(results)
     assert [(r.url, r.operation) for r in saved] == [
