@@ -9,7 +9,9 @@ True
 from __future__ import annotations
 
 from storeprobe._version import __version__
+from storeprobe.backends.s3_endpoint import S3Credentials, S3Endpoint
 from storeprobe.comparison import Report, compare_results
+from storeprobe.cost import Cost, PriceSheet, price_sheets, scenario_cost
 from storeprobe.dataset import Image, Sizes, Tree
 from storeprobe.distributed import Distributed
 from storeprobe.environment import Environment
@@ -37,6 +39,7 @@ from storeprobe.result import (
     load_results,
 )
 from storeprobe.resultset import ResultSet, Saturation
+from storeprobe.settings import Settings
 from storeprobe.step import Step
 from storeprobe.target import Target
 from storeprobe.timeline import Timeline
@@ -47,6 +50,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Code",
     "ConfigurationError",
+    "Cost",
     "Distributed",
     "Environment",
     "Fleet",
@@ -54,13 +58,17 @@ __all__ = [
     "Member",
     "MissingDependencyError",
     "Notice",
+    "PriceSheet",
     "Probe",
     "Report",
     "Result",
     "ResultFormatError",
     "ResultSet",
+    "S3Credentials",
+    "S3Endpoint",
     "Sample",
     "Saturation",
+    "Settings",
     "Sizes",
     "Step",
     "StoreProbeError",
@@ -81,4 +89,6 @@ __all__ = [
     "format_size",
     "load_results",
     "parse_size",
+    "price_sheets",
+    "scenario_cost",
 ]

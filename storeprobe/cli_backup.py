@@ -16,6 +16,7 @@ from typing import Any
 
 from storeprobe import render
 from storeprobe.backup import METHODS
+from storeprobe.cost import load_prices, price_sheet_names
 from storeprobe.dataset import Image, Tree
 from storeprobe.errors import ConfigurationError, TargetError
 from storeprobe.probe import MAX_STREAMS, Probe
@@ -68,7 +69,10 @@ def add_backup_command(
         "the first into an empty directory, each next one over the one before",
     )
     backup.add_argument(
-        "--chunk-size", default="4MiB", metavar="SIZE", help="average chunk of the chunks method"
+        "--chunk-size",
+        default=None,
+        metavar="SIZE",
+        help="average chunk size of a chunking method (default: the method's own)",
     )
     backup.add_argument(
         "--streams", type=int, nargs="+", default=[1], metavar="N", help="requests in flight"
@@ -98,6 +102,13 @@ def add_backup_command(
         "--format", choices=render.FORMATS, default="markdown", help="how to print the table"
     )
     backup.add_argument("--no-verify", action="store_true", help="skip checking restored bytes")
+    backup.add_argument(
+        "--prices",
+        metavar="NAME|FILE.toml",
+        help="add what the steps cost at a provider's list prices: a shipped price sheet ("
+        + ", ".join(price_sheet_names())
+        + ") or your own TOML file (see the Backup page)",
+    )
     backup.add_argument(
         "--json",
         type=Path,
@@ -149,6 +160,7 @@ def run_backup(
     for count in args.streams:
         if not 1 <= count <= MAX_STREAMS:
             raise ConfigurationError(f"--streams {count} is out of range: use 1 to {MAX_STREAMS}")
+    prices = None if args.prices is None else load_prices(args.prices)
     seed = secrets.randbits(63) if args.seed is None else args.seed
     chain = dataset_versions(args.dataset, args.size, args.versions, seed)
     print(f"dataset: {chain[0].describe()}, {len(chain)} versions", file=sys.stderr)
@@ -188,7 +200,7 @@ def run_backup(
             print(f"storeprobe: error: {exc}", file=sys.stderr)
     collected = ResultSet(results)
     if results:
-        print(render.render_tables(render.backup_tables(results), args.format))
+        print(render.render_tables(render.backup_tables(results, prices), args.format))
     if refused:
         print(
             f"storeprobe: {len(refused)} of {len(args.urls)} targets refused and were "

@@ -45,13 +45,14 @@ import numpy as np
 from attrs import field, frozen
 
 from storeprobe.errors import ConfigurationError, MissingDependencyError, TargetUnreachableError
-from storeprobe.execution import clear_prefix, open_run
+from storeprobe.execution import Leftover, cleanup_notice, clear_prefix, open_run, remove_folders
 from storeprobe.measurement import Measurement
 from storeprobe.notices import Code, Notice
 from storeprobe.result import OPERATIONS, Fleet, Member, Result, Sample
 from storeprobe.resultset import ResultSet
 from storeprobe.sampling import Window, aggregate, estimate_offset
 from storeprobe.seeds import SeedProbes
+from storeprobe.settings import Settings
 from storeprobe.stats import stability_notices
 from storeprobe.target import Recipe, Target
 from storeprobe.transfer import Clock
@@ -93,13 +94,8 @@ class Spec:
 
     operation: Literal["upload", "download"]
     workload: Workload
-    streams: int
-    repeats: int
-    verify: bool
-    timeout: float | None
-    part_size: int | None
-    stage_above: int
-    label: str | None
+    #: the probe's settings; ``streams`` is per worker
+    settings: Settings
 
 
 @frozen
@@ -158,19 +154,13 @@ def _work(spec: Spec, recipe: Recipe, index: int, offset_ns: int, run: str) -> _
     """One worker's probe (runs on the worker)."""
     began = time.perf_counter_ns()
     target = recipe.open()
-    gate = _Barrier(run, index, offset_ns, spec.timeout)
+    gate = _Barrier(run, index, offset_ns, spec.settings.timeout)
     seed = ((spec.workload.seed or 0) + 1_000_003 * (index + 1)) % 2**63
     result = Measurement(
         target=target,
         operation=spec.operation,
         workload=spec.workload.with_seed(seed),
-        streams=spec.streams,
-        repeats=spec.repeats,
-        verify=spec.verify,
-        timeout=spec.timeout,
-        part_size=spec.part_size,
-        stage_above=spec.stage_above,
-        label=spec.label,
+        settings=spec.settings,
         clock=time.perf_counter_ns,
         callback=None,
         gate=gate,
@@ -199,14 +189,7 @@ class Distributed(SeedProbes):
     workers: int | None = None
     client: Client | None = None
     scheduler: str | None = None
-    streams: int = 1
-    repeats: int = 3
-    verify: bool = True
-    timeout: float | None = 300.0
-    part_size: int | None = None
-    stage_above: int = 1 << 30
-    label: str | None = None
-    seed: int | None = None
+    settings: Settings = field(factory=Settings)
     clock: Clock = field(default=time.perf_counter_ns, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -258,20 +241,9 @@ class Distributed(SeedProbes):
         if operation not in ("upload", "download"):
             raise ConfigurationError(f"operation must be 'upload' or 'download', not {operation!r}")
         if workload.seed is None:
-            workload = workload.with_seed(
-                self.seed if self.seed is not None else secrets.randbits(63)
-            )
-        spec = Spec(
-            operation=operation,
-            workload=workload,
-            streams=self.streams,
-            repeats=self.repeats,
-            verify=self.verify,
-            timeout=self.timeout,
-            part_size=self.part_size,
-            stage_above=self.stage_above,
-            label=self.label,
-        )
+            seed = self.settings.seed
+            workload = workload.with_seed(seed if seed is not None else secrets.randbits(63))
+        spec = Spec(operation=operation, workload=workload, settings=self.settings)
         with self._session() as client:
             return _Coordinator(self, client, spec).run()
 
@@ -376,17 +348,17 @@ def _import_dask() -> Any:
 class _Coordinator:
     """One distributed probe call, from the run prefix to the aggregate Result."""
 
-    def __init__(self, settings: Distributed, client: Client, spec: Spec) -> None:
-        self.settings, self.client, self.spec = settings, client, spec
-        self.target = settings.target
-        self.clock = settings.clock
+    def __init__(self, fleet: Distributed, client: Client, spec: Spec) -> None:
+        self.fleet, self.client, self.spec = fleet, client, spec
+        self.target = fleet.target
+        self.clock = fleet.clock
         self.run_id = f"storeprobe-{secrets.token_hex(8)}"
         self.slowest_ns = 0  # half the longest of the workers' best round trips
 
     def _workers(self) -> list[str]:
-        wanted = self.settings.workers
+        wanted = self.fleet.workers
         if wanted is not None:
-            self.client.wait_for_workers(wanted, timeout=self.settings.timeout)
+            self.client.wait_for_workers(wanted, timeout=self.spec.settings.timeout)
         present: list[str] = self.client.run_on_scheduler(_addresses)
         return present[:wanted] if wanted is not None else present
 
@@ -404,7 +376,7 @@ class _Coordinator:
         count = len(addresses)
         folders = [f"w{index}" for index in range(count)]
         environment, prefix = open_run(
-            self.target, self.settings.label, self.settings.timeout, folders
+            self.target, self.spec.settings.label, self.spec.settings.timeout, folders
         )
         recipe = self.target.recipe
         assert recipe is not None
@@ -487,8 +459,8 @@ class _Coordinator:
         ready = dask.Queue(f"{self.run_id}-ready", client=self.client)
         count = len(addresses)
         early: list[tuple[int, int, bool]] = []
-        deadline = None if self.settings.timeout is None else 4 * self.settings.timeout
-        for repeat in range(self.spec.repeats):
+        deadline = None if self.spec.settings.timeout is None else 4 * self.spec.settings.timeout
+        for repeat in range(self.spec.settings.repeats):
             seen: dict[int, bool] = {}
             waited_since = time.monotonic()
             for index, at, ok in early:
@@ -516,7 +488,7 @@ class _Coordinator:
                     break
             if lost:
                 reason = "; ".join(lost.values())
-                for later in range(repeat, self.spec.repeats):
+                for later in range(repeat, self.spec.settings.repeats):
                     dask.Variable(f"{self.run_id}-start-{later}", client=self.client).set(
                         f"called off: {reason}"
                     )
@@ -567,22 +539,16 @@ class _Coordinator:
         return after - before
 
     # -- cleanup ---------------------------------------------------------------------------
-    def _clean(self, prefix: str, folders: Sequence[str]) -> list[str]:
+    def _clean(self, prefix: str, folders: Sequence[str]) -> list[Leftover]:
         """Delete whatever remains under the run prefix (a lost worker's objects: the
         prefix is fresh and the run's own), then the folders and the prefix; return what
         could not be removed."""
-        backend = self.target.backend
         leftovers = clear_prefix(
-            self.target, prefix, [], streams=8, clock=self.clock, timeout=self.settings.timeout
+            self.target, prefix, [], streams=8, clock=self.clock, timeout=self.spec.settings.timeout
         )
-        for path in [*(f"{prefix}/{folder}" for folder in folders), prefix]:
-            try:
-                backend.remove_prefix(path)
-            except FileNotFoundError:
-                pass
-            except Exception as exc:  # reported as a leftover
-                leftovers.append(f"{path} ({self.target.describe_error(exc)})")
-        return leftovers
+        return leftovers + remove_folders(
+            self.target, [*(f"{prefix}/{folder}" for folder in folders), prefix]
+        )
 
     # -- the aggregate ---------------------------------------------------------------------
     def _result(
@@ -591,7 +557,7 @@ class _Coordinator:
         reports: Sequence[_Report | None],
         offsets: Sequence[tuple[int, int]],
         errors: list[Notice],
-        leftovers: list[str],
+        leftovers: list[Leftover],
         prefix: str,
         environment: Any,
         began: int,
@@ -600,7 +566,7 @@ class _Coordinator:
         samples: list[Sample] = []
         spreads: list[int] = []
         warnings: list[Notice] = []
-        for repeat in range(spec.repeats):
+        for repeat in range(spec.settings.repeats):
             parts: list[Sample] = []
             windows: list[Window] = []
             failed: list[str] = []
@@ -641,7 +607,7 @@ class _Coordinator:
                 )
         fleet = Fleet(
             members=members,
-            streams_per_worker=spec.streams,
+            streams_per_worker=spec.settings.streams,
             start_spread_ns=tuple(spreads),
             coordinator_ns=self.clock()
             - began
@@ -674,17 +640,8 @@ class _Coordinator:
                 remote=self.target.protocol not in ("file", "local", "memory"),
             )
         )
-        if leftovers:
-            warnings.append(
-                Notice(
-                    code=Code.CLEANUP_INCOMPLETE,
-                    message=f"cleanup could not delete {len(leftovers)} item(s) under "
-                    f"{prefix}: "
-                    + ", ".join(leftovers[:5])
-                    + (" ..." if len(leftovers) > 5 else ""),
-                    fix="delete them by hand",
-                )
-            )
+        if (cleanup := cleanup_notice(prefix, leftovers)) is not None:
+            warnings.append(cleanup)
         workload = spec.workload
         name = f"{count} workers × {workload.label}"
         return Result(
@@ -695,10 +652,10 @@ class _Coordinator:
             url=self.target.url,
             protocol=self.target.protocol,
             backend=first.result.backend if first is not None else self.target.client,
-            streams=spec.streams * count,
+            streams=spec.settings.streams * count,
             effective_streams=sum(r.result.effective_streams for r in reports if r is not None),
             strategy=f"{count} Dask workers, each "
-            + (first.result.strategy if first is not None else f"{spec.streams} stream(s)")
+            + (first.result.strategy if first is not None else f"{spec.settings.streams} stream(s)")
             + ", started together at a barrier",
             samples=tuple(samples),
             errors=tuple(errors),

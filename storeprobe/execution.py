@@ -10,6 +10,8 @@ goes on. Progress, when asked, is pumped from another thread (:mod:`storeprobe.p
 :func:`open_run` prepares a run (environment, a fresh prefix, the root checked);
 :func:`delete_names` deletes what a run wrote, one name at a time, tolerating failures;
 :func:`clear_prefix` then lists the run prefix and deletes what is still listed under it;
+:func:`remove_folders` removes the run's (empty) folders; what remains is a typed
+:class:`Leftover`, named in one ``cleanup-incomplete`` warning (:func:`cleanup_notice`);
 :func:`bounded` runs one synchronous preparation step with a deadline.
 """
 
@@ -21,21 +23,70 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 
+from attrs import frozen
 from fsspec.asyn import sync
 from fsspec.callbacks import Callback
 
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backends.base import Landing
-from storeprobe.environment import Environment, endpoint_of
+from storeprobe.environment import Environment
 from storeprobe.errors import TargetUnreachableError
 from storeprobe.jobs import Wrapper, positioned, tolerating
+from storeprobe.notices import Code, Notice
 from storeprobe.planning import Plan, delete_plan
 from storeprobe.progress import Pump
 from storeprobe.request import Body
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Meter, Run, run_async, run_sync
 
-__all__ = ["bounded", "clear_prefix", "delete_names", "execute", "open_run"]
+__all__ = [
+    "Leftover",
+    "bounded",
+    "cleanup_notice",
+    "clear_prefix",
+    "delete_names",
+    "execute",
+    "open_run",
+    "remove_folders",
+]
+
+
+@frozen(kw_only=True)
+class Leftover:
+    """A name a run wrote (or a folder it made) that cleanup could not delete, and why."""
+
+    name: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.reason})"
+
+
+def cleanup_notice(prefix: str, leftovers: Sequence[Leftover]) -> Notice | None:
+    """The ``cleanup-incomplete`` warning naming what remains under ``prefix`` (None when
+    nothing does)."""
+    if not leftovers:
+        return None
+    shown = ", ".join(str(left) for left in leftovers[:5]) + (" ..." if len(leftovers) > 5 else "")
+    return Notice(
+        code=Code.CLEANUP_INCOMPLETE,
+        message=f"cleanup could not delete {len(leftovers)} item(s) under {prefix}: {shown}",
+        fix="delete them by hand",
+    )
+
+
+def remove_folders(target: Target, folders: Sequence[str]) -> list[Leftover]:
+    """Remove each (now empty) folder in order, never recursively; one already gone
+    counts as removed; return those that remain, each with why (untimed)."""
+    left: list[Leftover] = []
+    for folder in folders:
+        try:
+            target.backend.remove_prefix(folder)
+        except FileNotFoundError:
+            pass
+        except Exception as exc:
+            left.append(Leftover(name=folder, reason=target.describe_error(exc)))
+    return left
 
 
 @contextlib.contextmanager
@@ -135,7 +186,7 @@ def bounded(call: Callable[[], object], timeout: float | None) -> None:
 
 def delete_names(
     target: Target, names: Sequence[str], *, streams: int, clock: Clock, timeout: float | None
-) -> list[str]:
+) -> list[Leftover]:
     """Delete ``names`` (untimed, ≤ ``streams`` at once); return those that remain, each
     with why.
 
@@ -146,7 +197,7 @@ def delete_names(
     if not names:
         return []
     backend = target.backend
-    failed: list[str] = []
+    failed: list[Leftover] = []
     unreachable: list[str] = []
 
     def tolerate(position: int, exc: BaseException | None) -> bool:
@@ -154,7 +205,7 @@ def delete_names(
         name = names[position]
         if exc is None:
             if unreachable:
-                failed.append(f"{name} (not attempted: {unreachable[0]})")
+                failed.append(Leftover(name=name, reason=f"not attempted: {unreachable[0]}"))
                 return False
             return True
         if isinstance(exc, FileNotFoundError):
@@ -162,7 +213,7 @@ def delete_names(
         error = target.translate(exc, "deleting")
         if isinstance(error, TargetUnreachableError) or isinstance(exc, TimeoutError):
             unreachable.append(target.describe_error(exc))
-        failed.append(f"{name} ({target.describe_error(exc)})")
+        failed.append(Leftover(name=name, reason=target.describe_error(exc)))
         return True
 
     try:
@@ -175,7 +226,7 @@ def delete_names(
             wrap=tolerating(tolerate, timeout),
         )
     except Exception as exc:
-        return [f"{name} ({target.describe_error(exc)})" for name in names]
+        return [Leftover(name=name, reason=target.describe_error(exc)) for name in names]
     backend.fs.invalidate_cache()
     return failed
 
@@ -183,14 +234,14 @@ def delete_names(
 def clear_prefix(
     target: Target,
     prefix: str,
-    left: Sequence[str],
+    left: Sequence[Leftover],
     *,
     streams: int,
     clock: Clock,
     timeout: float | None,
-) -> list[str]:
-    """After a run's names were deleted (``left``: those that remain, each with why, as
-    :func:`delete_names` reports them): list the run prefix, delete every name still
+) -> list[Leftover]:
+    """After a run's names were deleted (``left``: those that remain, as :func:`delete_names`
+    reports them): list the run prefix, delete every name still
     listed under it, list again; return what remains, each with why.
 
     The run prefix is fresh and unique (``storeprobe-<time>-<random>``), so what it holds
@@ -207,16 +258,16 @@ def clear_prefix(
         if not listed:
             return remain
         shown = set(listed)
-        remain = [entry for entry in remain if _named(entry) not in shown]
+        remain = [entry for entry in remain if entry.name not in shown]
         remain += delete_names(target, listed, streams=streams, clock=clock, timeout=timeout)
-        reported = {_named(entry) for entry in remain}
+        reported = {entry.name for entry in remain}
         remain += [
-            f"{name} (still listed after its delete)"
+            Leftover(name=name, reason="still listed after its delete")
             for name in _listed(target, prefix, timeout)
             if name not in reported
         ]
     except Exception as exc:
-        remain.append(f"{prefix} (cannot list: {target.describe_error(exc)})")
+        remain.append(Leftover(name=prefix, reason=f"cannot list: {target.describe_error(exc)}"))
     return remain
 
 
@@ -232,11 +283,6 @@ def _listed(target: Target, prefix: str, timeout: float | None) -> list[str]:
     return [name for name in found[0] if name.startswith(prefix + "/")]
 
 
-def _named(entry: str) -> str:
-    """The name of a ``"name (why)"`` entry."""
-    return entry.split(" (", 1)[0]
-
-
 def open_run(
     target: Target, label: str | None, timeout: float | None, folders: Sequence[str] = ()
 ) -> tuple[Environment, str]:
@@ -246,7 +292,7 @@ def open_run(
     Untimed, each step bounded by ``timeout``. Returns (environment, prefix).
     """
     backend = target.backend
-    environment = Environment.capture(label, endpoint=endpoint_of(target.url, target.options))
+    environment = Environment.capture(label, endpoint=target.endpoint)
     prefix = target.new_prefix()
     made = False
     try:

@@ -39,7 +39,15 @@ from fsspec.callbacks import Callback
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backends.base import Landing
 from storeprobe.errors import StoreProbeWarning
-from storeprobe.execution import bounded, delete_names, execute, open_run
+from storeprobe.execution import (
+    Leftover,
+    bounded,
+    cleanup_notice,
+    delete_names,
+    execute,
+    open_run,
+    remove_folders,
+)
 from storeprobe.jobs import ABSENT, Wrapper, land_ranges, release_parts, settling
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import (
@@ -53,6 +61,7 @@ from storeprobe.planning import (
 from storeprobe.request import Body, Kind
 from storeprobe.result import Result, Sample
 from storeprobe.sampling import sample_of
+from storeprobe.settings import Settings
 from storeprobe.staging import Staging
 from storeprobe.stats import stability_notices
 from storeprobe.target import Target
@@ -98,13 +107,7 @@ class Measurement:
     target: Target
     operation: Literal["upload", "download"]
     workload: Workload
-    streams: int
-    repeats: int
-    verify: bool
-    timeout: float | None
-    part_size: int | None
-    stage_above: int
-    label: str | None
+    settings: Settings
     clock: Clock
     callback: Callback | None
     #: holds each window until a coordinator releases it (None: windows open at once)
@@ -118,9 +121,9 @@ class Measurement:
             backend.client,
             operation,
             self.workload,
-            self.streams,
-            part_size=self.part_size,
-            stage_above=self.stage_above,
+            self.settings.streams,
+            part_size=self.settings.part_size,
+            stage_above=self.settings.stage_above,
         )
 
     def run(self) -> Result:
@@ -136,7 +139,7 @@ class Measurement:
             check_memory(workload, needed, holds)
         if layout.staged or (setup is not None and setup.staged):
             Staging.check_room(workload.size)  # before anything is written
-        environment, prefix = open_run(target, self.label, self.timeout)
+        environment, prefix = open_run(target, self.settings.label, self.settings.timeout)
 
         written: list[str] = []
         writer = self._writer(prefix, written)
@@ -162,7 +165,7 @@ class Measurement:
         errors: list[Notice] = []
         reader: Backend | None = None
         try:
-            for repeat in range(self.repeats):
+            for repeat in range(self.settings.repeats):
                 names = [f"{prefix}/r{repeat}-{index:07d}" for index in range(workload.count)]
                 content = workload.with_seed(((workload.seed or 0) + repeat) % 2**63)
                 written.extend(names)
@@ -185,35 +188,21 @@ class Measurement:
                     if self.gate is not None:
                         self.gate.abandon(repeat)
                 finally:
-                    remaining = {entry.split(" (", 1)[0] for entry in self._delete(names)}
+                    remaining = {left.name for left in self._delete(names)}
                     deleted.update(name for name in names if name not in remaining)
         finally:
             leftovers = self._delete([name for name in written if name not in deleted])
-            try:
-                backend.remove_prefix(prefix)
-            except FileNotFoundError:
-                pass
-            except Exception as exc:
-                leftovers.append(f"{prefix} ({target.describe_error(exc)})")
+            leftovers += remove_folders(target, [prefix])
         notices.extend(self._judge(samples))
-        if leftovers:
-            notices.append(
-                Notice(
-                    code=Code.CLEANUP_INCOMPLETE,
-                    message=f"cleanup could not delete {len(leftovers)} item(s) under "
-                    f"{prefix}: "
-                    + ", ".join(leftovers[:5])
-                    + (" ..." if len(leftovers) > 5 else ""),
-                    fix="delete them by hand",
-                )
-            )
+        if (cleanup := cleanup_notice(prefix, leftovers)) is not None:
+            notices.append(cleanup)
         return Result(
             operation=self.operation,
             workload=workload,
             url=target.url,
             protocol=target.protocol,
             backend=backend.client,
-            streams=self.streams,
+            streams=self.settings.streams,
             effective_streams=layout.effective_streams,
             strategy=strategy,
             samples=tuple(samples),
@@ -292,7 +281,7 @@ class Measurement:
         written.append(probe_key)
         found: list[object] = []
         try:
-            bounded(lambda: found.append(backend.writer(probe_key)), self.timeout)
+            bounded(lambda: found.append(backend.writer(probe_key)), self.settings.timeout)
         except Exception:
             # the check is advisory: a storage failing it for another reason fails the
             # measured writes too, where the error is recorded per repeat and cleaned up
@@ -352,7 +341,7 @@ class Measurement:
         if not layout.split:
             return backend
         found: list[object] = []
-        bounded(lambda: found.append(backend.range_reader(probe_key)), self.timeout)
+        bounded(lambda: found.append(backend.range_reader(probe_key)), self.settings.timeout)
         reader = found[0]
         assert isinstance(reader, AsyncBackend | SyncBackend)
         return reader
@@ -381,7 +370,7 @@ class Measurement:
             del landings
             self._opened(repeat, run)
             self._check_moved(run, workload)
-            if self.verify:
+            if self.settings.verify:
                 if staging is not None:
                     verify_staged(workload, staging)
                 else:
@@ -423,9 +412,9 @@ class Measurement:
         return execute(
             backend,
             plan,
-            streams=self.streams,
+            streams=self.settings.streams,
             clock=self.clock,
-            timeout=self.timeout if timeout == "probe" else timeout,
+            timeout=self.settings.timeout if timeout == "probe" else timeout,
             bodies=bodies,
             landings=landings,
             wrap=wrap,
@@ -433,10 +422,14 @@ class Measurement:
             total=self.workload.total_bytes,
         )
 
-    def _delete(self, names: Sequence[str]) -> list[str]:
+    def _delete(self, names: Sequence[str]) -> list[Leftover]:
         """Delete ``names`` (untimed); return those that remain (see :func:`delete_names`)."""
         return delete_names(
-            self.target, names, streams=self.streams, clock=self.clock, timeout=self.timeout
+            self.target,
+            names,
+            streams=self.settings.streams,
+            clock=self.clock,
+            timeout=self.settings.timeout,
         )
 
 

@@ -49,7 +49,14 @@ from attrs import frozen
 
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.errors import ConfigurationError
-from storeprobe.execution import bounded, clear_prefix, execute, open_run
+from storeprobe.execution import (
+    bounded,
+    cleanup_notice,
+    clear_prefix,
+    execute,
+    open_run,
+    remove_folders,
+)
 from storeprobe.measurement import Measurement, _delta
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import Plan, delete_plan, head_plan
@@ -57,6 +64,7 @@ from storeprobe.render import OPS_UNIT, PER_OPERATION, median_ops_per_s, ops_per
 from storeprobe.request import Kind, Part, Request
 from storeprobe.result import Result, Sample
 from storeprobe.sampling import sample_of
+from storeprobe.settings import Settings
 from storeprobe.stats import stability_notices
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Run
@@ -137,17 +145,14 @@ class MetadataMeasurement:
     operation: MetadataOperation
     count: int
     size: int
-    streams: int
-    repeats: int
-    timeout: float | None
-    label: str | None
-    seed: int | None
+    #: the probe's settings, with the seed of the objects' bytes set
+    settings: Settings
     clock: Clock
 
     @property
     def workload(self) -> Workload:
         """What the Result reports: ``count`` objects, named with their true size."""
-        seed = self.seed if self.seed is not None else 0
+        seed = self.settings.seed if self.settings.seed is not None else 0
         name = f"{self.count} × {format_size(self.size)}"
         return Workload(count=self.count, size=max(self.size, 1), seed=seed, name=name)
 
@@ -157,13 +162,7 @@ class MetadataMeasurement:
             target=self.target,
             operation="upload",
             workload=self.workload,
-            streams=self.streams,
-            repeats=self.repeats,
-            verify=False,
-            timeout=self.timeout,
-            part_size=None,
-            stage_above=GiB,
-            label=self.label,
+            settings=self.settings.evolve(verify=False, part_size=None, stage_above=GiB),
             clock=self.clock,
             callback=None,
         )
@@ -171,14 +170,14 @@ class MetadataMeasurement:
     @property
     def effective_streams(self) -> int:
         """Requests in flight at most: a listing's pages follow one another."""
-        return 1 if self.operation == "list" else min(self.streams, self.count)
+        return 1 if self.operation == "list" else min(self.settings.streams, self.count)
 
     def run(self) -> Result:
         """Measure, and return the Result (errors and warnings included)."""
         target, backend = self.target, self.target.backend
         if self.size:
             check_memory(self.workload, self.count * self.size, "one repeat's objects")
-        environment, prefix = open_run(target, self.label, self.timeout)
+        environment, prefix = open_run(target, self.settings.label, self.settings.timeout)
         helper = self._helper()
         written: list[str] = []
         writer = helper._writer(prefix, written)
@@ -188,12 +187,12 @@ class MetadataMeasurement:
         samples: list[Sample] = []
         errors: list[Notice] = []
         try:
-            for repeat in range(self.repeats):
+            for repeat in range(self.settings.repeats):
                 where = f"{prefix}/r{repeat}"
                 names = [f"{where}/{index:07d}" for index in range(self.count)]
                 written.extend(names)
                 try:
-                    bounded(functools.partial(backend.make_prefix, where), self.timeout)
+                    bounded(functools.partial(backend.make_prefix, where), self.settings.timeout)
                     made.append(where)
                     if writer is not backend:
                         helper._check_absent(writer, names)
@@ -203,7 +202,7 @@ class MetadataMeasurement:
                     errors.append(helper._error(exc, repeat + 1))
                 finally:
                     left = {
-                        entry.split(" (", 1)[0]
+                        entry.name
                         for entry in helper._delete([name for name in names if name not in gone])
                     }
                     gone.update(name for name in names if name not in left)
@@ -212,27 +211,21 @@ class MetadataMeasurement:
                 target,
                 prefix,
                 helper._delete([name for name in written if name not in gone]),
-                streams=self.streams,
+                streams=self.settings.streams,
                 clock=self.clock,
-                timeout=self.timeout,
+                timeout=self.settings.timeout,
             )
-            for where in [*made, prefix]:
-                try:
-                    backend.remove_prefix(where)
-                except FileNotFoundError:
-                    pass
-                except Exception as exc:
-                    leftovers.append(f"{where} ({target.describe_error(exc)})")
+            leftovers += remove_folders(target, [*made, prefix])
         notices.extend(self._judge(samples, helper))
-        if leftovers:
-            notices.append(_cleanup_incomplete(prefix, leftovers))
+        if (cleanup := cleanup_notice(prefix, leftovers)) is not None:
+            notices.append(cleanup)
         return Result(
             operation=self.operation,
             workload=self.workload,
             url=target.url,
             protocol=target.protocol,
             backend=backend.client,
-            streams=self.streams,
+            streams=self.settings.streams,
             effective_streams=self.effective_streams,
             strategy=self._strategy(),
             samples=tuple(samples),
@@ -245,7 +238,7 @@ class MetadataMeasurement:
     def _write(self, writer: AsyncBackend | SyncBackend, names: Sequence[str], repeat: int) -> None:
         """Untimed: one PUT of ``size`` bytes per name, the first alone, then ≤ streams at
         once."""
-        content = self.workload.with_seed(((self.seed or 0) + repeat) % 2**63)
+        content = self.workload.with_seed(((self.settings.seed or 0) + repeat) % 2**63)
         parts = [Part(index, 0, self.size) for index in range(len(names))]
         puts = [
             Request(kind=Kind.PUT, key=name, body=part)
@@ -260,9 +253,9 @@ class MetadataMeasurement:
         execute(
             writer,
             plan,
-            streams=self.streams,
+            streams=self.settings.streams,
             clock=self.clock,
-            timeout=self.timeout,
+            timeout=self.settings.timeout,
             bodies=bodies,
         )
         writer.fs.invalidate_cache()
@@ -277,7 +270,13 @@ class MetadataMeasurement:
         else:
             plan = Plan(phases=((Request(kind=Kind.LIST, key=where),),))
         before = backend.retries_seen()
-        run = execute(backend, plan, streams=self.streams, clock=self.clock, timeout=self.timeout)
+        run = execute(
+            backend,
+            plan,
+            streams=self.settings.streams,
+            clock=self.clock,
+            timeout=self.settings.timeout,
+        )
         backend.fs.invalidate_cache()
         if self.operation == "delete":
             gone.update(names)
@@ -305,16 +304,16 @@ class MetadataMeasurement:
 
     def _notices(self, unconditional: bool) -> list[Notice]:
         found: list[Notice] = []
-        if self.operation == "list" and self.streams > 1:
+        if self.operation == "list" and self.settings.streams > 1:
             found.append(
                 Notice(
                     code=Code.FEW_REQUESTS,
                     message="a listing's pages follow one another (each continues the "
-                    f"last): one request in flight, whatever streams={self.streams} says",
+                    f"last): one request in flight, whatever streams={self.settings.streams} says",
                     fix="compare listings at streams=1",
                 )
             )
-        elif self.effective_streams < self.streams:
+        elif self.effective_streams < self.settings.streams:
             found.append(
                 Notice(
                     code=Code.FEW_REQUESTS,
@@ -349,12 +348,3 @@ class MetadataMeasurement:
             remote=self.target.protocol not in _LOCAL,
         )
         return found + [n for n in helper._judge(samples) if n.code is Code.RETRIED]
-
-
-def _cleanup_incomplete(prefix: str, leftovers: Sequence[str]) -> Notice:
-    shown = ", ".join(leftovers[:5]) + (" ..." if len(leftovers) > 5 else "")
-    return Notice(
-        code=Code.CLEANUP_INCOMPLETE,
-        message=f"cleanup could not delete {len(leftovers)} item(s) under {prefix}: {shown}",
-        fix="delete them by hand",
-    )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -27,7 +27,7 @@ import fsspec
 from attrs import define, field
 from fsspec.callbacks import Callback
 
-from storeprobe.backup import Chunking, Method, backup_restore
+from storeprobe.backup import Method, backup_restore
 from storeprobe.dataset import Image, Tree
 from storeprobe.distributed import Distributed
 from storeprobe.environment import check_label
@@ -43,57 +43,23 @@ from storeprobe.metadata import (
 from storeprobe.result import OPERATIONS, Result, Transfer
 from storeprobe.resultset import ResultSet
 from storeprobe.seeds import SeedProbes
+from storeprobe.settings import (
+    MAX_REPEATS,
+    MAX_STREAMS,
+    Settings,
+    check_part_size,
+    check_seed,
+    check_stage_above,
+    check_timeout,
+    in_range,
+)
+from storeprobe.settings import part_size as part_size_of
 from storeprobe.target import Target
 from storeprobe.transfer import Clock
 from storeprobe.units import GiB, format_size, parse_size
 from storeprobe.workload import Workload
 
 __all__ = ["MAX_REPEATS", "MAX_STREAMS", "Probe"]
-
-#: Most requests in flight a probe accepts.
-MAX_STREAMS = 1024
-#: Most repeats a probe accepts.
-MAX_REPEATS = 1000
-
-
-def _in_range(low: int, high: int, hint: str) -> Callable[[Any, attrs.Attribute[int], int], None]:
-    def check(_: Any, attribute: attrs.Attribute[int], value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise ConfigurationError(
-                f"{attribute.name} must be an int from {low} to {high}, not {value!r}: {hint}"
-            )
-
-    return check
-
-
-def _check_timeout(_: Any, __: Any, value: float | None) -> None:
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
-    ):
-        raise ConfigurationError(
-            f"timeout must be a positive number of seconds or None, not {value!r}"
-        )
-
-
-def _part_size(value: int | str | None) -> int | None:
-    return None if value is None else parse_size(value)
-
-
-def _check_part_size(_: Any, __: Any, value: int | None) -> None:
-    if value is not None and value < 1:
-        raise ConfigurationError(f"part_size must be positive, not {value}")
-
-
-def _check_stage_above(_: Any, __: Any, value: int) -> None:
-    if value < 1:
-        raise ConfigurationError(f"stage_above must be positive, not {value}")
-
-
-def _check_seed(_: Any, __: Any, value: int | None) -> None:
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63
-    ):
-        raise ConfigurationError(f"seed must be an int in [0, 2**63) or None, not {value!r}")
 
 
 def _default_target(probe: Probe) -> Target:
@@ -129,26 +95,40 @@ class Probe(SeedProbes):
     fs: fsspec.AbstractFileSystem
     path: str
     streams: int = field(
-        default=1, kw_only=True, validator=_in_range(1, MAX_STREAMS, "use e.g. 1, 4 or 16")
+        default=1, kw_only=True, validator=in_range(1, MAX_STREAMS, "use e.g. 1, 4 or 16")
     )
     repeats: int = field(
-        default=3, kw_only=True, validator=_in_range(1, MAX_REPEATS, "3 is the usual choice")
+        default=3, kw_only=True, validator=in_range(1, MAX_REPEATS, "3 is the usual choice")
     )
     verify: bool = field(default=True, kw_only=True)
-    timeout: float | None = field(default=300.0, kw_only=True, validator=_check_timeout)
+    timeout: float | None = field(default=300.0, kw_only=True, validator=check_timeout)
     part_size: int | None = field(
-        default=None, kw_only=True, converter=_part_size, validator=_check_part_size
+        default=None, kw_only=True, converter=part_size_of, validator=check_part_size
     )
     stage_above: int = field(
-        default=GiB, kw_only=True, converter=parse_size, validator=_check_stage_above
+        default=GiB, kw_only=True, converter=parse_size, validator=check_stage_above
     )
     label: str | None = field(default=None, kw_only=True)
-    seed: int | None = field(default=None, kw_only=True, validator=_check_seed)
+    seed: int | None = field(default=None, kw_only=True, validator=check_seed)
     clock: Clock = field(default=time.perf_counter_ns, kw_only=True, repr=False)
     callback: Callback | None = field(default=None, kw_only=True, repr=False)
     target: Target = field(
         default=attrs.Factory(_default_target, takes_self=True), kw_only=True, repr=False
     )
+
+    @property
+    def settings(self) -> Settings:
+        """The probe's settings as one value (what every measurement takes)."""
+        return Settings(
+            streams=self.streams,
+            repeats=self.repeats,
+            verify=self.verify,
+            timeout=self.timeout,
+            part_size=self.part_size,
+            stage_above=self.stage_above,
+            label=self.label,
+            seed=self.seed,
+        )
 
     def __attrs_post_init__(self) -> None:
         check_label(self.label)
@@ -215,16 +195,20 @@ class Probe(SeedProbes):
         *,
         versions: int | Sequence[Tree | Image] = 6,
         method: Method = "files",
-        chunk_size: int | str = "4MiB",
+        chunk_size: int | str | None = None,
         restore: Sequence[int] | None = None,
     ) -> ResultSet:
         """Back up ``versions`` versions of ``dataset``, then restore each; one Result per
         step (see :mod:`storeprobe.backup`).
 
         ``versions`` is a count (the dataset and its successive ``evolve()`` results with
-        their defaults) or the versions themselves. ``method`` is ``"files"`` (whole-file
-        sync, as rsync or rclone) or ``"chunks"`` (content-defined chunks of about
-        ``chunk_size`` bytes named by hash, one existence check per chunk). Requests run
+        their defaults) or the versions themselves. ``method`` names the tool whose
+        requests are replayed (:data:`storeprobe.backup.METHODS`: ``"files"`` is
+        whole-file sync, as rclone; ``"restic"`` restic 0.14's repository of packs, index
+        and snapshots; ``"chunks"`` a generic chunk store, one existence check per
+        chunk) or is a :class:`~storeprobe.backup.BackupMethod` with its
+        options; ``chunk_size`` (bytes or ``"4MiB"``) sets a chunking method's average
+        chunk size (its default otherwise). Requests run
         ``streams`` at a time; the scenario runs once (``repeats`` does not apply: each
         step depends on the one before). ``restore`` lists the versions to restore, in
         order (default: all, oldest first); the first is restored into an empty
@@ -244,12 +228,9 @@ class Probe(SeedProbes):
                 self.target,
                 chain,
                 method=method,
-                streams=self.streams,
-                timeout=self.timeout,
+                settings=self.settings,
                 clock=self.clock,
-                label=self.label,
-                chunking=Chunking.of(chunk_size),
-                verify=self.verify,
+                chunk_size=chunk_size,
                 restore=restore,
             )
         )
@@ -273,14 +254,7 @@ class Probe(SeedProbes):
             workers=workers,
             client=client,
             scheduler=scheduler,
-            streams=self.streams,
-            repeats=self.repeats,
-            verify=self.verify,
-            timeout=self.timeout,
-            part_size=self.part_size,
-            stage_above=self.stage_above,
-            label=self.label,
-            seed=self.seed,
+            settings=self.settings,
             clock=self.clock,
         )
 
@@ -304,13 +278,7 @@ class Probe(SeedProbes):
             target=self.target,
             operation=operation,
             workload=workload,
-            streams=self.streams,
-            repeats=self.repeats,
-            verify=self.verify,
-            timeout=self.timeout,
-            part_size=self.part_size,
-            stage_above=self.stage_above,
-            label=self.label,
+            settings=self.settings,
             clock=self.clock,
             callback=self.callback,
         )
@@ -333,11 +301,9 @@ class Probe(SeedProbes):
             operation=check_operation(operation),
             count=check_count(count),
             size=object_size(size),
-            streams=self.streams,
-            repeats=self.repeats,
-            timeout=self.timeout,
-            label=self.label,
-            seed=self.seed if self.seed is not None else secrets.randbits(63),
+            settings=self.settings.evolve(
+                seed=self.seed if self.seed is not None else secrets.randbits(63)
+            ),
             clock=self.clock,
         )
         return measurement.run()

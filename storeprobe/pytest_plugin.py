@@ -309,7 +309,7 @@ class Recorder:
         *,
         versions: int | Sequence[Tree | Image] = 6,
         method: Method = "files",
-        chunk_size: int | str = "4MiB",
+        chunk_size: int | str | None = None,
         restore: Sequence[int] | None = None,
     ) -> ResultSet:
         """The backup-and-restore scenario; its steps are kept and saved, but not compared

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from storeprobe.dataset import Dataset
 from storeprobe.manifest import VersionMap
+from storeprobe.verification import VerificationError
 
 __all__ = ["assemble", "verify_restore"]
 
@@ -60,7 +61,8 @@ def assemble(
 
 
 def verify_restore(dataset: Dataset, directory: Path) -> None:
-    """Raise unless ``directory`` holds exactly ``dataset``'s files, byte for byte."""
+    """Raise :class:`~storeprobe.verification.VerificationError` unless ``directory``
+    holds exactly ``dataset``'s files, byte for byte."""
     expected = {file.path: file for file in dataset.files}
     found = {
         str(path.relative_to(directory)).replace(os.sep, "/")
@@ -69,11 +71,13 @@ def verify_restore(dataset: Dataset, directory: Path) -> None:
     }
     if found != set(expected):
         extra, missing = sorted(found - set(expected)), sorted(set(expected) - found)
-        raise OSError(f"restore differs: {len(extra)} extra, {len(missing)} missing files")
+        raise VerificationError(
+            f"restore differs: {len(extra)} extra, {len(missing)} missing files"
+        )
     for path, file in expected.items():
         data = (directory / path).read_bytes()
         if len(data) != file.size or (bad := dataset.mismatch(file, data)) is not None:
             where = "its length" if len(data) != file.size else f"byte {bad}"
-            raise OSError(
+            raise VerificationError(
                 f"verification failed: {path} differs from version {dataset.version} at {where}"
             )

@@ -28,6 +28,7 @@ from attrs import field, frozen
 
 from storeprobe import render
 from storeprobe._version import __version__
+from storeprobe.cost import Cost, PriceSheet, bill
 from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError, ResultFormatError
 from storeprobe.notices import Code, Notice
@@ -323,6 +324,17 @@ class Result:
             for kind, count in sample.requests_by_kind.items():
                 total[kind] = total.get(kind, 0) + count
         return total
+
+    @property
+    def bytes_received(self) -> int:
+        """Payload bytes received from the storage in the timed windows of all successful
+        repeats (what a provider bills as egress)."""
+        return sum(sample.bytes_received for sample in self.samples)
+
+    def cost(self, prices: PriceSheet) -> Cost:
+        """The bill these requests, received bytes and (for a scenario step) the space
+        held after it imply at ``prices`` (see :mod:`storeprobe.cost`)."""
+        return bill(self, prices)
 
     # -- figures --------------------------------------------------------------------
     def _elapsed(self) -> np.ndarray:

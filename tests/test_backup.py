@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+import attrs
 import pytest
 
 from storeprobe import Probe
-from storeprobe.backup import Chunking
+from storeprobe.backup import BackupMethod, Chunking, Files, Replay, Session
 from storeprobe.dataset import Image, Sizes, Tree
 from storeprobe.errors import ConfigurationError
 from storeprobe.notices import Code
@@ -218,3 +219,61 @@ def test_restore_the_latest_then_back_to_an_older_version(tmp_path: Path, method
     assert tree(root) == {}
     with pytest.raises(ConfigurationError, match="restore names version 3"):
         make().backup_restore(TREE, versions=versions, restore=[3])
+
+
+# -- a method defined here, outside the package: the skeleton verifies what it restores ---------
+@attrs.frozen
+class _Corrupting(BackupMethod):
+    """``files``, except that its restore flips one byte of the first file it writes."""
+
+    name: ClassVar[str] = "corrupting"
+    tool: ClassVar[str] = "none (a test)"
+    folders: ClassVar[tuple[str, ...]] = Files.folders
+
+    def replay(self) -> Replay:
+        inner = Files().replay()
+
+        class Flipping(Replay):
+            def backup(self, session: Session, version: Any, previous: Any) -> None:
+                inner.backup(session, version, previous)
+
+            def restore(self, session: Session, version: Any, held: Any, directory: Path) -> None:
+                inner.restore(session, version, held, directory)
+                victim = directory / version.files[0].path
+                data = bytearray(victim.read_bytes())
+                data[0] ^= 0xFF
+                victim.write_bytes(bytes(data))
+
+        return Flipping()
+
+    def strategy(self, kind: str) -> str:
+        return "files, with a corrupted restore"
+
+
+def test_a_restore_that_differs_fails_verification(tmp_path: Path) -> None:
+    make, root = _local(tmp_path)
+    before = tree(root)
+    results = make(streams=2).backup_restore(TREE, versions=1, method=_Corrupting())
+    backup, restore = results
+    assert backup.ok
+    assert backup.step is not None
+    assert backup.step.method == "corrupting"
+    assert [e.code for e in restore.errors] == [Code.VERIFICATION_FAILED]
+    assert "differs from version 0" in restore.errors[0].message
+    assert tree(root) == before
+
+
+def test_methods_are_refused_before_any_io(tmp_path: Path) -> None:
+    make, root = _local(tmp_path)
+    before = tree(root)
+    with pytest.raises(ConfigurationError, match="unknown backup method 'rsync': choose one of"):
+        make().backup_restore(TREE, versions=1, method="rsync")
+    with pytest.raises(ConfigurationError, match="runs on memory:// targets only, not file://"):
+        make().backup_restore(TREE, versions=1, method=_OnlyMemory())
+    assert tree(root) == before
+
+
+@attrs.frozen
+class _OnlyMemory(_Corrupting):
+    name: ClassVar[str] = "only-memory"
+    protocols: ClassVar[tuple[str, ...]] = ("memory",)

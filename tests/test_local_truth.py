@@ -372,3 +372,41 @@ def test_the_residency_check_sees_a_missing_eviction(
     resident = resident_at_open(result, clock, workload)
     assert len(resident) == 8
     assert sum(resident.values()) > 0
+
+
+# -- restores read the disk, not the page cache --------------------------------------------------
+def _restore_start_residency(disk_dir: Path) -> dict[str, int]:
+    """Page-cache pages of every stored file at the first clock reading of the restore."""
+    from storeprobe.dataset import Sizes, Tree
+
+    count = 6
+    tree = Tree.generate(count, Sizes.fixed("256KiB"), seed=4)
+    clock = LookingClock(disk_dir, resident_pages)
+    results = Probe.from_url(str(disk_dir), streams=1, clock=clock).backup_restore(
+        tree, versions=1, method="files"
+    )
+    assert all(r.ok for r in results), [r.errors for r in results]
+    # the backup at one stream: a listing, one put per file, the manifest's put, each
+    # request two readings; the next reading opens the restore's first window
+    readings = sorted(clock.seen)
+    first = readings[2 + 2 * count + 2]
+    stored = {
+        path: pages
+        for path, (size, pages) in clock.seen[first].items()
+        if "/files/" in path and size == 256 * 1024
+    }
+    assert len(stored) == count
+    return stored
+
+
+def test_restores_start_with_no_page_cached(disk_dir: Path) -> None:
+    stored = _restore_start_residency(disk_dir)
+    assert stored == dict.fromkeys(stored, 0)
+
+
+def test_the_residency_check_sees_a_restore_without_eviction(
+    disk_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(os, "posix_fadvise", lambda fd, offset, length, advice: None)
+    stored = _restore_start_residency(disk_dir)
+    assert sum(stored.values()) > 0

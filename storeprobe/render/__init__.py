@@ -32,6 +32,7 @@ steps), :mod:`.regressions` (a run against a base run).
 
 from __future__ import annotations
 
+from storeprobe.cost import money
 from storeprobe.render.core import (
     CROWN,
     FORMATS,
@@ -112,6 +113,7 @@ __all__ = [
     "crown_legend",
     "inconclusive_text",
     "median_ops_per_s",
+    "money",
     "notice_lines",
     "ops_per_s",
     "percent",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from storeprobe.cost import PriceSheet, money, scenario_cost
 from storeprobe.render.core import ResultLike
 from storeprobe.render.lines import target_label
 from storeprobe.render.results import _environment_names
@@ -19,15 +20,27 @@ class StepResultLike(ResultLike, Protocol):
 
     @property
     def step(self) -> Step | None: ...
+    @property
+    def requests_by_kind(self) -> Mapping[str, int]: ...
+    @property
+    def bytes_received(self) -> int: ...
 
 
-def backup_tables(results: Sequence[StepResultLike]) -> list[Table]:
+def backup_tables(
+    results: Sequence[StepResultLike], prices: PriceSheet | None = None
+) -> list[Table]:
     """The backup-and-restore tables in the shape people publish them.
 
     One table per method and dataset; one row per target, stream count (and environment,
     when there are several); one column per step (``backup 1`` …, ``restore 1 (full)``
     …) in seconds (the step's timed requests), then the space the target held after the
     last backup, in MiB. A failed step shows ``failed``, a step not run ``-``.
+
+    With ``prices`` (a :class:`~storeprobe.cost.PriceSheet`), two more columns: ``cost``,
+    what the requests and the downloaded bytes of all the row's steps cost, and
+    ``storage``, what a month of the space after the last step costs
+    (:func:`~storeprobe.cost.scenario_cost`), in the sheet's currency; ``+?`` marks a
+    figure that leaves out a part the sheet has no price for.
     """
     steps = [r for r in results if r.step is not None]
     groups: dict[tuple[str, str], list[StepResultLike]] = {}
@@ -81,19 +94,53 @@ def backup_tables(results: Sequence[StepResultLike]) -> list[Table]:
                     value=None if space is None else space / MiB,
                 )
             )
+            if prices is not None:
+                ordered = [cells[label] for label in columns if label in cells]
+                bill = scenario_cost(ordered, prices)
+                row.append(
+                    Cell(
+                        text=money(bill.transfer, not _unpriced(bill.unpriced, "storage")),
+                        value=float(bill.transfer),
+                    )
+                )
+                storage = bill.storage_per_month
+                row.append(
+                    Cell(
+                        text=money(storage, "storage" not in bill.unpriced),
+                        value=None if storage is None else float(storage),
+                    )
+                )
             grid.append(row)
+        legend = (
+            "seconds of timed requests per step (the sum of its windows); space "
+            "used: what the target held under the run's prefix after the last backup"
+        )
+        extra: tuple[str, ...] = ()
+        extra_units: tuple[str, ...] = ()
+        if prices is not None:
+            extra = ("cost", "storage")
+            extra_units = (prices.currency, f"{prices.currency}/month")
+            legend += (
+                f"; cost: the requests and downloaded bytes of every step, storage: a month "
+                f"of the space after the last step, at {prices} ({prices.name}); +? marks "
+                "a figure without the parts the sheet has no price for"
+            )
         tables.append(
             Table(
                 title=f"backup and restore, {method} method, {first.dataset} ({kind})",
-                header=(*header, "space used"),
-                units=(*units, "MiB"),
+                header=(*header, "space used", *extra),
+                units=(*units, "MiB", *extra_units),
                 rows=grid,
                 labels=len(header) - len(columns),
-                legend="seconds of timed requests per step (the sum of its windows); space "
-                "used: what the target held under the run's prefix after the last backup",
+                legend=legend,
             )
         )
     return tables
+
+
+def _unpriced(parts: Sequence[str], leave: str) -> bool:
+    """True when a part other than ``leave`` has no price."""
+    return any(part != leave for part in parts)
 
 
 def _step_number(label: str) -> int:

@@ -1,0 +1,44 @@
+"""Shared by the methods that store a manifest per version (``files``, ``chunks``): the
+manifest written after the objects, and a restore that reads it, then the objects the
+directory lacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from storeprobe.backup.objects import Blob, Read
+from storeprobe.backup.session import Session
+from storeprobe.manifest import VersionMap
+from storeprobe.restore import assemble
+
+__all__ = ["put_version", "restore_version"]
+
+
+def put_version(session: Session, version: VersionMap, needed: list[str]) -> None:
+    """Upload the objects ``needed`` (one window), then the version's manifest (one)."""
+    session.put([Blob(key=key, segments=(version.objects[key].piece,)) for key in needed])
+    session.put([Blob.of_bytes(version.manifest_key, version.manifest())])
+
+
+def restore_version(
+    session: Session, version: VersionMap, previous: VersionMap | None, directory: Path
+) -> None:
+    """GET the manifest, then every object of a new or changed file that ``directory``
+    (holding ``previous``) lacks; write the version's files."""
+    (body,) = session.get([Read(key=version.manifest_key)])
+    if json.loads(body)["version"] != version.dataset.version:
+        raise OSError(f"manifest {version.manifest_key} names another version")
+    unchanged: set[str] = set()
+    have: set[str] = set()
+    if previous is not None:
+        unchanged = {
+            path for path, keys in previous.layout.items() if version.layout.get(path) == keys
+        }
+        have = {key for keys in previous.layout.values() for key, _ in keys}
+    wanted: dict[str, None] = {}
+    for path, keys in version.layout.items():
+        if path not in unchanged:
+            wanted.update((key, None) for key, _ in keys if key not in have)
+    fetched = dict(zip(wanted, session.get([Read(key=k) for k in wanted]), strict=True))
+    assemble(version, previous, directory, unchanged, fetched)

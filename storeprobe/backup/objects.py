@@ -1,0 +1,93 @@
+"""What a backup method stores: objects made of pieces of dataset files and literal bytes.
+
+A real backup tool rarely stores a file as one object: restic packs many chunks of many
+files into one pack file behind a header, Duplicacy cuts one stream of all files into
+chunks that cross file boundaries, duplicity writes tar volumes with headers between
+the files and binary deltas. A :class:`Blob` is one such object: a key and a sequence of
+segments, each either a :class:`~storeprobe.manifest.Piece` (bytes of one file of one
+dataset version, regenerated on demand) or literal ``bytes`` (headers, indexes, deltas,
+manifests the method made). :class:`BlobPayloads` serves their bytes to a backend, so a
+body is made only when its window is about to run. Sizes are in bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import accumulate
+
+from attrs import field, frozen
+
+from storeprobe.manifest import Piece
+
+__all__ = ["Blob", "BlobPayloads", "Read", "Segment"]
+
+#: one segment of a stored object: bytes of a dataset file, or bytes the method made
+Segment = Piece | bytes
+
+
+def _segments(value: Sequence[Segment]) -> tuple[Segment, ...]:
+    return tuple(value)
+
+
+def _length(segment: Segment) -> int:
+    return segment.length if isinstance(segment, Piece) else len(segment)
+
+
+@frozen(kw_only=True)
+class Blob:
+    """One object a backup writes: ``key`` and its bytes, segment after segment."""
+
+    key: str
+    segments: tuple[Segment, ...] = field(converter=_segments)
+
+    @property
+    def size(self) -> int:
+        """The object's size in bytes."""
+        return sum(_length(segment) for segment in self.segments)
+
+    @classmethod
+    def of_bytes(cls, key: str, data: bytes) -> Blob:
+        """An object whose bytes the method made (a manifest, an index, a lock)."""
+        return cls(key=key, segments=(data,))
+
+
+@frozen(kw_only=True)
+class Read:
+    """One read a restore makes: bytes ``[start, stop)`` of ``key`` (whole when None)."""
+
+    key: str
+    start: int | None = None
+    stop: int | None = None
+
+
+class BlobPayloads:
+    """A :class:`~storeprobe.request.Payloads` over blobs: object ``i`` is ``blobs[i]``."""
+
+    def __init__(self, blobs: Sequence[Blob]) -> None:
+        self.blobs = list(blobs)
+        self._ends = [list(accumulate(_length(s) for s in blob.segments)) for blob in self.blobs]
+
+    def fill(self, index: int, start: int, out: memoryview | bytearray) -> None:
+        data = self.payload_bytes(index, start, start + len(out))
+        out[: len(data)] = data
+
+    def payload(self, index: int, start: int = 0, stop: int | None = None) -> bytearray:
+        return bytearray(self.payload_bytes(index, start, stop))
+
+    def payload_bytes(self, index: int, start: int = 0, stop: int | None = None) -> bytes:
+        blob, ends = self.blobs[index], self._ends[index]
+        stop = (ends[-1] if ends else 0) if stop is None else stop
+        parts: list[bytes] = []
+        begin = 0
+        for segment, end in zip(blob.segments, ends, strict=True):
+            low, high = max(start, begin), min(stop, end)
+            if low < high:
+                if isinstance(segment, Piece):
+                    offset = segment.offset + low - begin
+                    parts.append(segment.dataset.payload(segment.file, offset, offset + high - low))
+                else:
+                    parts.append(segment[low - begin : high - begin])
+            begin = end
+            if begin >= stop:
+                break
+        return b"".join(parts)

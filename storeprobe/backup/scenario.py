@@ -1,0 +1,308 @@
+"""The backup-and-restore scenario: every version backed up, then versions restored.
+
+Under a fresh run prefix of its own, ``backup 1 … backup N`` then ``restore 1 … restore
+M``: the first restore puts its version into an empty local directory, each next one
+works over the one before (fetching what the method's tool would fetch). The method
+(:mod:`storeprobe.backup.method`) decides the requests; this module owns the rest, the
+same for every method:
+
+- each step's windows (:class:`~storeprobe.backup.session.Session`) become one Result
+  whose :class:`~storeprobe.step.Step` holds the space the target uses after it;
+- before each restore, everything written is evicted from the caches the client can
+  reach (the page cache for ``file://``), as before a download; where it cannot be
+  (sftp, object stores' own caches), the restore's Result says so (``no-cache-eviction``);
+- every restored directory is verified byte for byte against its version (a difference
+  is a ``verification-failed`` error, not a request failure);
+- the first failing step stops the scenario (later steps depend on it; they are
+  ``not-run``), and everything written is deleted at the end, whatever happened, with
+  what could not be deleted named on the last Result (``cleanup-incomplete``).
+
+What is timed: the requests. A step is a few windows run one after the other; its time
+is the sum of their spans. Outside them: generating the dataset's bytes, chunking,
+hashing and deltas (CPU work the tool also does, but not the storage's), writing the
+restored files and verifying them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+from attrs import frozen
+
+from storeprobe.backends import AsyncBackend, SyncBackend
+from storeprobe.backup.method import BackupMethod, Replay, StepKind
+from storeprobe.backup.registry import method_for
+from storeprobe.backup.session import Session
+from storeprobe.dataset import Dataset, Image, Tree
+from storeprobe.environment import Environment
+from storeprobe.errors import ConfigurationError
+from storeprobe.execution import bounded, cleanup_notice, open_run
+from storeprobe.notices import Code, Notice
+from storeprobe.restore import verify_restore
+from storeprobe.result import Result
+from storeprobe.sampling import combine, seconds_by_kind
+from storeprobe.settings import Settings
+from storeprobe.step import Step
+from storeprobe.target import Target
+from storeprobe.transfer import Clock
+from storeprobe.verification import VerificationError
+from storeprobe.workload import Workload
+
+__all__ = ["backup_restore"]
+
+_SCENARIO = "backup-restore"
+
+
+@frozen(kw_only=True)
+class _Plan:
+    """One step decided before the scenario runs: its kind, number, and versions."""
+
+    kind: StepKind
+    number: int
+    version: int
+    #: for a restore, the version the directory holds before it (None: empty)
+    held: int | None = None
+
+
+def _plan(versions: Sequence[Dataset], restore: Sequence[int] | None) -> list[_Plan]:
+    if not versions:
+        raise ConfigurationError("a backup scenario needs at least one dataset version")
+    for expected, dataset in enumerate(versions):
+        if dataset.version != expected:
+            raise ConfigurationError(
+                "versions must be a dataset and its successive evolve() results "
+                f"(version {expected} at position {expected}, found {dataset.version})"
+            )
+    order = list(range(len(versions))) if restore is None else list(restore)
+    for index in order:
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(versions):
+            raise ConfigurationError(
+                f"restore names version {index!r}: use versions 0 to {len(versions) - 1}"
+            )
+    backups = [_Plan(kind="backup", number=n, version=n - 1) for n in range(1, len(versions) + 1)]
+    restores = [
+        _Plan(kind="restore", number=n, version=v, held=order[n - 2] if n > 1 else None)
+        for n, v in enumerate(order, start=1)
+    ]
+    return backups + restores
+
+
+@attrs.define
+class _Scenario:
+    method: BackupMethod
+    replay: Replay
+    session: Session
+    versions: tuple[Dataset, ...]
+    verify: bool
+    environment: Environment
+
+    def run(self, step: _Plan, directory: Path) -> Result:
+        version = self.versions[step.version]
+        session = self.session
+        session.take_runs()
+        notices: tuple[Notice, ...] = ()
+        if step.kind == "backup":
+            previous = self.versions[step.version - 1] if step.version else None
+            self.replay.backup(session, version, previous)
+        else:
+            session.evict()
+            suspect = session.cache_suspect()
+            if suspect is not None:
+                notices = (Notice(code=Code.NO_CACHE_EVICTION, message=suspect),)
+            held = None if step.held is None else self.versions[step.held]
+            self.replay.restore(session, version, held, directory)
+            if self.verify:
+                verify_restore(version, directory)
+        return self._result(step, notices)
+
+    def _result(self, step: _Plan, notices: tuple[Notice, ...]) -> Result:
+        runs = [run for run in self.session.take_runs() if run.timings.start_ns.size]
+        sample = combine(runs)
+        objects, space = self.session.usage()
+        version = self.versions[step.version]
+        before = (
+            (self.versions[step.version - 1] if step.version else None)
+            if step.kind == "backup"
+            else (None if step.held is None else self.versions[step.held])
+        )
+        sent = sample.bytes_sent if sample.bytes_sent else sample.nbytes
+        dedup = None
+        if step.kind == "backup":
+            dedup = float("inf") if sent == 0 else version.total_bytes / sent
+        return attrs.evolve(
+            self._shell(step),
+            samples=(sample,),
+            warnings=notices,
+            step=attrs.evolve(
+                self._step(step),
+                changed_bytes=_changed_bytes(version, before),
+                moved_bytes=sample.nbytes,
+                incremental=before is not None,
+                space_used=space,
+                objects_stored=objects,
+                dedup_ratio=dedup,
+                seconds_by_kind=seconds_by_kind(runs),
+            ),
+        )
+
+    def _step(self, step: _Plan) -> Step:
+        version = self.versions[step.version]
+        return Step(
+            scenario=_SCENARIO,
+            method=self.method.name,
+            kind=step.kind,
+            number=step.number,
+            version=version.version,
+            dataset=version.describe(),
+            dataset_bytes=version.total_bytes,
+            changed_bytes=0,
+            moved_bytes=0,
+            incremental=step.number > 1,
+        )
+
+    def _shell(self, step: _Plan) -> Result:
+        target = self.session.target
+        return Result(
+            operation=step.kind,
+            workload=_summary(self.versions[step.version]),
+            url=target.url,
+            protocol=target.protocol,
+            backend=target.client,
+            streams=self.session.streams,
+            effective_streams=self.session.streams,
+            strategy=self.method.strategy(step.kind),
+            samples=(),
+            environment=self.environment,
+            step=self._step(step),
+        )
+
+    def failed(self, step: _Plan, error: Notice) -> Result:
+        return attrs.evolve(self._shell(step), errors=(error,))
+
+
+def _changed_bytes(dataset: Dataset, previous: Dataset | None) -> int:
+    if previous is None:
+        return dataset.total_bytes
+    if isinstance(dataset, Tree) and isinstance(previous, Tree):
+        return dataset.diff(previous).changed_bytes
+    if isinstance(dataset, Image) and isinstance(previous, Image):
+        return dataset.diff(previous).changed_bytes
+    return dataset.total_bytes
+
+
+def _summary(dataset: Dataset) -> Workload:
+    """The dataset as a Workload: its file count and mean file size, named after it."""
+    count = max(1, len(dataset.files))
+    mean = max(1, -(-dataset.total_bytes // count))
+    kind = "image" if isinstance(dataset, Image) else "tree"
+    return Workload(count=count, size=mean, seed=dataset.seed, name=f"{kind} v{dataset.version}")
+
+
+def _error(target: Target, exc: Exception) -> Notice:
+    if isinstance(exc, VerificationError):
+        code = Code.VERIFICATION_FAILED
+    elif isinstance(exc, TimeoutError):
+        code = Code.TIMEOUT
+    else:
+        code = Code.REQUEST_FAILED
+    return Notice(code=code, message=target.describe_error(exc), repeat=1)
+
+
+def backup_restore(
+    target: Target,
+    versions: Sequence[Dataset],
+    *,
+    method: str | BackupMethod,
+    settings: Settings,
+    clock: Clock,
+    restore: Sequence[int] | None = None,
+    chunk_size: int | str | None = None,
+) -> list[Result]:
+    """Back up every version, then restore versions; one Result per step.
+
+    ``settings`` are the probe's (``streams``, ``timeout``, ``verify`` and ``label``
+    apply; the scenario runs once, whatever ``repeats`` says). ``method`` is a method
+    name (:data:`~storeprobe.backup.METHODS`) or a
+    :class:`~storeprobe.backup.BackupMethod` with its options; ``chunk_size`` sets a
+    named chunking method's average chunk size. ``restore`` lists the
+    versions to restore, in order (default: every version, oldest first): the first
+    into an empty directory, each next one over the one before it. The method, the
+    versions and the restore order are checked before any I/O.
+
+    The first failure stops the scenario: its Result holds the error, later steps are
+    Results with a ``not-run`` error. Everything written is deleted at the end.
+    """
+    chosen = method_for(method, target.protocol, chunk_size=chunk_size)
+    steps = _plan(versions, restore)
+    environment, prefix = open_run(target, settings.label, settings.timeout, chosen.folders)
+    backend = target.backend
+    reader = (
+        _range_reader(target, f"{prefix}/range-check", settings.timeout)
+        if chosen.ranged_reads
+        else backend
+    )
+    if not isinstance(reader, AsyncBackend | SyncBackend):
+        raise TypeError(f"{type(reader).__name__} is neither an async nor a sync backend")
+    session = Session(
+        target=target,
+        prefix=prefix,
+        streams=settings.streams,
+        timeout=settings.timeout,
+        clock=clock,
+        reader=reader,
+        premade=frozenset(chosen.folders),
+    )
+    scenario = _Scenario(
+        method=chosen,
+        replay=chosen.replay(),
+        session=session,
+        versions=tuple(versions),
+        verify=settings.verify,
+        environment=environment,
+    )
+    results: list[Result] = []
+    directory = Path(tempfile.mkdtemp(prefix="storeprobe-restore-"))
+    failed: Notice | None = None
+    try:
+        for step in steps:
+            if failed is not None:
+                results.append(scenario.failed(step, _not_run(failed)))
+                continue
+            try:
+                results.append(scenario.run(step, directory))
+            except Exception as exc:
+                failed = _error(target, exc)
+                results.append(scenario.failed(step, failed))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+        leftovers = session.close(chosen.folders)
+    notice = cleanup_notice(prefix, leftovers)
+    if notice is not None and results:
+        last = results[-1]
+        results[-1] = attrs.evolve(last, warnings=(*last.warnings, notice))
+    return results
+
+
+def _range_reader(target: Target, probe: str, timeout: float | None) -> object:
+    """The client that reads byte ranges here, decided once before step 1 (untimed): a
+    1-byte object is written at ``probe``, read with a ranged GET, and deleted."""
+    fs = target.fs
+    bounded(lambda: fs.pipe_file(probe, b"\0"), timeout)
+    try:
+        found: list[object] = []
+        bounded(lambda: found.append(target.backend.range_reader(probe)), timeout)
+        return found[0]
+    finally:
+        bounded(lambda: fs.rm_file(probe), timeout)
+
+
+def _not_run(cause: Notice) -> Notice:
+    return Notice(
+        code=Code.NOT_RUN,
+        message=f"not run: an earlier step failed ({cause.code.value})",
+        fix="fix the first failing step and run again",
+    )
