@@ -452,12 +452,13 @@ def _run(args: argparse.Namespace) -> int:
             print(render.render_tables([render.results_table(members, args.unit)]))
     _print_notices(collected)
     if refused:
-        kept = f"; the {len(results)} results measured are in {args.json}" if args.json else ""
-        print(
-            f"storeprobe: {len(refused)} of {len(urls)} targets refused and were skipped: "
-            f"{', '.join(refused.values())}{kept}",
-            file=sys.stderr,
-        )
+        if len(urls) > 1:  # one target: its error said it all
+            kept = f"; the {len(results)} results measured are in {args.json}" if args.json else ""
+            print(
+                f"storeprobe: {len(refused)} of {len(urls)} targets refused and were skipped: "
+                f"{', '.join(refused.values())}{kept}",
+                file=sys.stderr,
+            )
         return EXIT_FAILED
     return EXIT_OK if all(result.ok for result in results) else EXIT_FAILED
 

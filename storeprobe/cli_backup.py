@@ -202,10 +202,11 @@ def run_backup(
     if results:
         print(render.render_tables(render.backup_tables(results, prices), args.format))
     if refused:
-        print(
-            f"storeprobe: {len(refused)} of {len(args.urls)} targets refused and were "
-            f"skipped: {', '.join(refused)}",
-            file=sys.stderr,
-        )
+        if len(args.urls) > 1:  # one target: its error said it all
+            print(
+                f"storeprobe: {len(refused)} of {len(args.urls)} targets refused and were "
+                f"skipped: {', '.join(refused)}",
+                file=sys.stderr,
+            )
         return EXIT_FAILED, collected
     return (EXIT_OK if all(r.ok for r in results) else EXIT_FAILED), collected
