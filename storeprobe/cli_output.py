@@ -50,6 +50,9 @@ def check_output(path: Path, option: str, kind: OutputKind) -> None:
         raise ConfigurationError(f"{shown}: the HTML report is named FILE.html, e.g. report.html")
     if path.is_dir():
         raise ConfigurationError(f"{shown} is a directory: give a file name in it")
+    if path.exists() and not path.is_file():  # a device or a pipe (/dev/stdout): the
+        # file is replaced whole at every save, which would replace the device's name
+        raise ConfigurationError(f"{shown} is not a regular file: give a file name")
     folder = path.parent
     if not folder.is_dir():
         what = "is not a directory" if folder.exists() else "does not exist"

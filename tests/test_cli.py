@@ -435,6 +435,7 @@ def _argv_with_bad_output(command: str, tmp: Path) -> tuple[list[str], str]:
         ),
         "run --json notes": (["run", disk, *probe, "--json", str(notes)], "already exists"),
         "run --json dir": (["run", disk, *probe, "--json", str(tmp)], "is a directory"),
+        "run --json /dev/null": (["run", disk, *probe, "--json", "/dev/null"], "regular file"),
         "sweep --json missing dir": (
             ["sweep", disk, *probe, "--streams", "1", "--json", str(tmp / "no" / "s.json")],
             "does not exist",
@@ -456,6 +457,7 @@ def _argv_with_bad_output(command: str, tmp: Path) -> tuple[list[str], str]:
         "run --json missing dir",
         "run --json notes",
         "run --json dir",
+        "run --json /dev/null",
         "sweep --json missing dir",
         "sweep --plot suffix",
         "backup --json notes",
