@@ -211,18 +211,19 @@ def test_a_real_backup_is_billed_from_its_recorded_requests_and_space(tmp_path: 
     assert restore.step is not None
     s3 = PriceSheet.shipped("aws-s3")
     cost = backup.cost(s3)
-    assert cost.requests == {"put-copy-post-list": 7, "get-and-other": 0, "free": 0}  # list + 6 put
-    assert cost.request_costs["put-copy-post-list"] == Decimal("0.000035")
+    # 5 puts and a list; the HEADs of the two roots (rclone's, replayed by files)
+    assert cost.requests == {"put-copy-post-list": 6, "get-and-other": 2, "free": 0}
+    assert cost.request_costs["put-copy-post-list"] == Decimal("0.00003")
     space = backup.step.space_used
     assert space is not None
-    assert space > small.total_bytes
+    assert space == small.total_bytes  # the five files, no manifest
     with localcontext() as context:
         context.prec = 60
         assert cost.storage_per_month == space * Decimal("0.023") / GiB
         received = restore.bytes_received
-        assert received == restore.step.moved_bytes  # manifest + 5 files
+        assert received == restore.step.moved_bytes  # the 5 files
         assert restore.cost(s3).egress == received * Decimal("0.09") / GiB
-    assert restore.cost(s3).requests["get-and-other"] == 6
+    assert restore.cost(s3).requests["get-and-other"] == 6  # the root's HEAD and 5 GETs
 
 
 # -- shipped sheets ----------------------------------------------------------------------------
