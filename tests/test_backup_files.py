@@ -7,7 +7,8 @@ then version 0, 1 and 2 are restored in turn into one directory (the scenario's 
 the first into an empty directory, each next over the one before), by ``rclone copy``
 of ``current`` and the later backup dirs, and by the method. Per step, the requests of
 each kind must agree within 30 % or 3, the bytes written within 10 %, the objects stored
-and the space within 10 %; for rclone's defaults and for ``--fast-list``. rclone's
+and the space within 10 %; for rclone's defaults, ``--fast-list``, and ``--fast-list
+--checksum --s3-no-head``. rclone's
 figures come from the server's log; the method's from its Results, and the log of its
 bucket must show the same writes, copies, deletes and reads.
 """
@@ -97,15 +98,25 @@ def _kinds(counts: Mapping[str, int]) -> dict[str, int]:
     return {kind: n for kind, n in counts.items() if n}
 
 
-@pytest.mark.parametrize("fast_list", [False, True], ids=["per-directory", "fast-list"])
+@pytest.mark.parametrize(
+    ("name", "extra", "method"),
+    [
+        ("dirs", (), Files()),
+        ("fast", ("--fast-list",), Files(fast_list=True)),
+        (
+            "sums",
+            ("--fast-list", "--checksum", "--s3-no-head"),
+            Files(fast_list=True, compare="checksum", no_head=True),
+        ),
+    ],
+    ids=["defaults", "fast-list", "fast-list-checksum-no-head"],
+)
 def test_files_replays_rclone_sync_with_backup_dir(
-    s3: LoggingS3, tmp_path: Path, fast_list: bool
+    s3: LoggingS3, tmp_path: Path, name: str, extra: tuple[str, ...], method: Files
 ) -> None:
-    name = "fast" if fast_list else "dirs"
-    extra = ("--fast-list",) if fast_list else ()
     tool = _rclone(s3, tmp_path / "rclone", f"rclone-{name}", extra)
     before = s3.log.mark()
-    results = _method(s3, f"method-{name}", Files(fast_list=fast_list))
+    results = _method(s3, f"method-{name}", method)
     log = s3.log.snapshot(before).where(bucket=f"method-{name}")
     rows = []
     for step, result in zip(tool, results, strict=True):
