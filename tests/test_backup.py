@@ -126,9 +126,7 @@ def _rclone_restores_on_disk(versions: list[Tree]) -> list[dict[str, int]]:
     root, a listing per folder, a GET per file that differs from the directory's."""
     states = [_state(v) for v in versions]
     # backup dir k holds version k-1's files that version k changed or deleted
-    aside = {
-        k: {p: s for p, s in states[k - 1].items() if states[k].get(p) != s} for k in (1, 2)
-    }
+    aside = {k: {p: s for p, s in states[k - 1].items() if states[k].get(p) != s} for k in (1, 2)}
     ever = {p for state in states for p in state}  # current/ keeps every folder made
     out = []
     local: dict[str, tuple[int, int]] = {}

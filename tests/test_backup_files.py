@@ -27,10 +27,11 @@ from storeprobe import Probe
 from storeprobe.backup import Files
 from storeprobe.dataset import Dataset, Tree
 from storeprobe.errors import ConfigurationError
-from storeprobe.result import Result
+from storeprobe.resultset import ResultSet
 from tests.backup_tools import (
     S3_KEY,
     S3_SECRET,
+    Kind,
     LoggingS3,
     RcloneSync,
     ToolStep,
@@ -41,7 +42,7 @@ from tests.backup_tools import (
 )
 
 TREE = Tree.source_tree(size="4MiB", seed=1)
-VERSIONS: tuple[Dataset, ...] = (TREE, TREE.evolve(), TREE.evolve().evolve())
+VERSIONS: tuple[Tree, ...] = (TREE, TREE.evolve(), TREE.evolve().evolve())
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +78,7 @@ def _rclone(s3: LoggingS3, work: Path, bucket: str, extra: tuple[str, ...]) -> l
     return steps
 
 
-def _method(s3: LoggingS3, bucket: str, method: Files) -> list[Result]:
+def _method(s3: LoggingS3, bucket: str, method: Files) -> ResultSet:
     s3.create_bucket(bucket)
     options: dict[str, Any] = {
         "key": S3_KEY,
@@ -118,12 +119,11 @@ def test_files_replays_rclone_sync_with_backup_dir(
     before = s3.log.mark()
     results = _method(s3, f"method-{name}", method)
     log = s3.log.snapshot(before).where(bucket=f"method-{name}")
-    rows = []
     for step, result in zip(tool, results, strict=True):
-        assert step.requests is not None and result.step is not None
+        assert step.requests is not None
+        assert result.step is not None
         theirs = _kinds(step.requests.by_storeprobe_kind)
         ours = _kinds(result.requests_by_kind)
-        rows.append((result.step.label, theirs, ours))
         for kind in theirs.keys() | ours.keys():
             assert _close(ours.get(kind, 0), theirs.get(kind, 0), 0.3, 3), (
                 result.step.label,
@@ -141,7 +141,8 @@ def test_files_replays_rclone_sync_with_backup_dir(
     backups = zip(tool[:3], results[:3], strict=True)
     assert all(s.objects == r.step.objects_stored for s, r in backups if r.step)
     # the log of the method's bucket saw the requests its Results report
-    for kind in ("put", "copy", "get"):
+    kinds: tuple[Kind, ...] = ("put", "copy", "get")
+    for kind in kinds:
         assert log.count(kind) == sum(r.requests_by_kind.get(kind, 0) for r in results)
 
 

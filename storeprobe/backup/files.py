@@ -67,7 +67,7 @@ from storeprobe.errors import ConfigurationError
 from storeprobe.manifest import Piece
 from storeprobe.units import MiB
 
-__all__ = ["UPLOAD_CUTOFF", "Files"]
+__all__ = ["OBJECT_STORES", "UPLOAD_CUTOFF", "Files"]
 
 #: rclone's ``--s3-upload-cutoff``: larger files are multipart uploads (MD5 in metadata)
 UPLOAD_CUTOFF = 200 * MiB

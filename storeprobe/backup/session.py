@@ -95,9 +95,7 @@ class Session:
         if not folders:
             return []
         plan = Plan(
-            phases=(
-                tuple(Request(kind=Kind.LIST, key=f, one_level=one_level) for f in folders),
-            )
+            phases=(tuple(Request(kind=Kind.LIST, key=f, one_level=one_level) for f in folders),)
         )
         return [outcome.size for outcome in self._window(plan, existence=True).outcomes]
 
