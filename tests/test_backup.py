@@ -234,6 +234,9 @@ def test_s3_backup_restore_counts_requests_on_the_wire(
     assert counting_proxy.methods.count("GET") >= reported["get"]
     assert counting_proxy.methods.count("HEAD") >= reported["head"]
     assert tree(s3_bucket_dir) == before
+    if method == "files":  # server-side copies of the replaced and deleted files
+        change = versions[1].diff(versions[0])
+        assert results[1].requests_by_kind["copy"] == len(change.changed) + len(change.deleted)
     space = [r.step.space_used for r in results if r.step]
     assert space[0] is not None
     assert space[0] >= TREE.total_bytes
@@ -249,6 +252,9 @@ def test_sftp_backup_restore_of_an_older_version(ssh_server: Server, method: str
     results = probe.backup_restore(TREE, versions=2, method=method, chunk_size=CHUNK)  # type: ignore[arg-type]
     assert all(r.ok for r in results), [r.errors for r in results]
     assert tree(root) == before
+    if method == "files":  # the replaced and deleted files were linked into the backup dir
+        change = TREE.evolve().diff(TREE)
+        assert results[1].requests_by_kind["copy"] == len(change.changed) + len(change.deleted)
 
 
 def test_memory_backup_restore(tmp_path: Path) -> None:
