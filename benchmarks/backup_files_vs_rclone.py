@@ -10,7 +10,7 @@ per step: requests by kind (rclone's from the server's log, the method's from it
 Results), body bytes sent, object bytes received, objects stored and their bytes.
 
     python benchmarks/backup_files_vs_rclone.py [--size 64MiB] [--versions 3]
-        [--flags --fast-list --checksum --s3-no-head]
+        [--fast-list] [--checksum] [--s3-no-head] [--upload-cutoff 200MiB]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from storeprobe import Probe
 from storeprobe.backup import Files
 from storeprobe.dataset import Tree
+from storeprobe.units import parse_size
 from tests.backup_tools import (
     S3_KEY,
     S3_SECRET,
@@ -37,9 +38,6 @@ from tests.backup_tools import (
     materialize,
 )
 from tests.test_backup_files import _drop_extras
-
-#: the rclone flags the method replays
-FLAGS = ("--fast-list", "--checksum", "--s3-no-head")
 
 
 def _counts(counts: Mapping[str, int]) -> str:
@@ -55,23 +53,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="64MiB")
     parser.add_argument("--versions", type=int, default=3)
-    parser.add_argument("--flags", nargs="*", default=[], choices=sorted(FLAGS))
+    for flag in ("--fast-list", "--checksum", "--s3-no-head"):
+        parser.add_argument(flag, action="store_true", help=f"rclone's {flag}, and the method's")
+    parser.add_argument("--upload-cutoff", default="200MiB", help="--s3-upload-cutoff")
     args = parser.parse_args()
+    flags = [
+        f
+        for f in ("--fast-list", "--checksum", "--s3-no-head")
+        if getattr(args, f[2:].replace("-", "_"))
+    ]
+    flags += ["--s3-upload-cutoff", str(parse_size(args.upload_cutoff))]
     versions = [Tree.source_tree(size=args.size, seed=1)]
     while len(versions) < args.versions:
         versions.append(versions[-1].evolve())
-    options = {
-        "fast_list": "--fast-list" in args.flags,
-        "compare": "checksum" if "--checksum" in args.flags else "modtime",
-        "no_head": "--s3-no-head" in args.flags,
-    }
-    method = Files(**options)  # type: ignore[arg-type]
+    method = Files(
+        fast_list=args.fast_list,
+        compare="checksum" if args.checksum else "modtime",
+        no_head=args.s3_no_head,
+        upload_cutoff=args.upload_cutoff,
+    )
     print("; ".join(v.describe() for v in versions))
-    print(f"rclone sync --backup-dir {' '.join(args.flags)} against {method!r}\n")
+    print(f"rclone sync --backup-dir {' '.join(flags)} against {method!r}\n")
     with logging_s3() as s3, tempfile.TemporaryDirectory(prefix="files-vs-rclone-") as name:
         work = Path(name)
         tool = RcloneSync.on_s3(
-            Workspace(work / "ws", s3), work / "src", bucket="rclone", extra=tuple(args.flags)
+            Workspace(work / "ws", s3), work / "src", bucket="rclone", extra=tuple(flags)
         )
         steps = []
         for version in versions:

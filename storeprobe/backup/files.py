@@ -20,7 +20,7 @@ each seen in the request log of real rclone against an S3 server
   whose size equals the stored object's needs the object's modification time, kept in
   metadata (``X-Amz-Meta-Mtime``) that listings do not return: one HEAD each on object
   stores. ``compare="checksum"`` (``--checksum``) compares size and MD5 instead (the
-  listing's ETag), with no HEAD; files above the upload cutoff keep their MD5 in metadata
+  listing's ETag), with no HEAD; objects uploaded in parts keep their MD5 in metadata
   and are HEADed. On file systems the listing carries modification times: no HEAD.
 - **Moves** (``--backup-dir``): every file the version changed or deleted is moved into
   ``backup/v<k>/``: on object stores a HEAD of the object (its metadata, read once: not
@@ -29,22 +29,28 @@ each seen in the request log of real rclone against an S3 server
   request): the replay sends HEAD of the backup key, COPY (a hard link) and DELETE.
 - **Uploads**: one PUT per new or changed file, then one HEAD of the new object on
   object stores (s3.md: rclone HEADs what it uploads to check it; ``no_head=True`` is
-  ``--s3-no-head``).
+  ``--s3-no-head``). A file above ``upload_cutoff`` (``--s3-upload-cutoff``, 200 MiB) is
+  a multipart upload on object stores (s3.md): create, parts of ``part_size``
+  (``--s3-chunk-size``, 5 MiB, grown to stay within 10 000 parts), ``upload_concurrency``
+  of them at once (``--s3-upload-concurrency``, 4), complete; such files go one after
+  the other here (rclone runs up to ``--transfers`` of them at once).
 
 A restore of version ``k`` replays what its rclone user runs: ``rclone copy
 remote:current DIR``, then ``rclone copy remote:backup/v<n> DIR`` for every later backup
 ``n`` from the newest down to ``k + 1`` (each older file wins). Each copy: one HEAD of its
 root, its listing as above, a HEAD per object whose size equals the local file's (its
-modification time; object stores, ``compare="modtime"``), and one GET per object that
-differs from the local file (absent, another size or another modification time). rclone
-keeps no record of which files a version lacked, so files added after version ``k`` are
-left in ``DIR`` by rclone; the replay deletes them locally (no request) so that the
-restore is exactly the version, as the scenario checks.
+modification time; object stores, ``compare="modtime"``), a HEAD per object uploaded in
+parts that it downloads (its MD5 is in metadata, and rclone checks the download against
+it; a server-side copy's ETag is an MD5 again, so copies in backup dirs need none), and
+one GET per object that differs from the local file (absent, another size or another
+modification time). rclone keeps no record of which files a version lacked, so files
+added after version ``k`` are left in ``DIR`` by rclone; the replay deletes them
+locally (no request) so that the restore is exactly the version, as the scenario checks.
 
 What it leaves out: the bucket-creation check rclone makes once per backup that moves
-files (a PUT of the bucket, answered "already yours"); multipart uploads of files above
-``--s3-upload-cutoff`` (200 MiB, 5 MiB parts, 4 at once: sent here as one PUT); reading
-and hashing the source files; the local disk's own work (stat, rename, writes).
+files (a PUT of the bucket, answered "already yours"); multipart server-side copies of
+objects above ``--s3-copy-cutoff`` (4.6 GiB: one COPY here); reading and hashing the
+source files; the local disk's own work (stat, rename, writes).
 rclone writes no manifest, and neither does this replay.
 """
 
@@ -65,12 +71,16 @@ from storeprobe.backup.session import Session
 from storeprobe.dataset import Dataset, File
 from storeprobe.errors import ConfigurationError
 from storeprobe.manifest import Piece
-from storeprobe.units import MiB
+from storeprobe.units import GiB, MiB, parse_size
 
-__all__ = ["OBJECT_STORES", "UPLOAD_CUTOFF", "Files"]
+__all__ = ["OBJECT_STORES", "PART_SIZE", "UPLOAD_CUTOFF", "Files"]
 
 #: rclone's ``--s3-upload-cutoff``: larger files are multipart uploads (MD5 in metadata)
 UPLOAD_CUTOFF = 200 * MiB
+#: rclone's ``--s3-chunk-size``: the parts of a multipart upload (S3's smallest part)
+PART_SIZE = 5 * MiB
+#: S3's most parts in one upload: rclone grows the part size to stay below it
+_MAX_PARTS = 10_000
 #: protocols whose storage lists recursively (rclone's ListR) and keeps modification
 #: times in object metadata: object stores; every other protocol is a file system
 OBJECT_STORES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss"})
@@ -97,6 +107,8 @@ class _Root:
     files: dict[str, File] = field(factory=dict)
     #: folders a file system keeps once made (object stores have none)
     made: set[str] = field(factory=lambda: {""})
+    #: paths uploaded in parts: their ETag is no MD5 (a server-side copy's is again)
+    parted: set[str] = field(factory=set)
 
     def folders(self, object_store: bool) -> set[str]:
         if not object_store:
@@ -106,9 +118,13 @@ class _Root:
             found.update(_parents(path))
         return found
 
-    def add(self, file: File) -> None:
+    def add(self, file: File, *, parted: bool = False) -> None:
         self.files[file.path] = file
         self.made.update(_parents(file.path))
+        if parted:
+            self.parted.add(file.path)
+        else:
+            self.parted.discard(file.path)
 
 
 @define
@@ -154,12 +170,13 @@ class _FilesReplay(Replay):
                 f"the listing of {where}/ shows {found} entries where the replay stored {expected}"
             )
 
-    def _needs_head(self, session: Session, size: int, other: int) -> bool:
-        """Whether comparing a stored object of ``size`` bytes with a file of ``other``
-        bytes reads the object's metadata (a HEAD)."""
-        if not self._object_store(session) or size != other:
+    def _needs_head(self, session: Session, root: _Root, path: str, other: int) -> bool:
+        """Whether comparing the object at ``path`` of ``root`` with a file of ``other``
+        bytes reads the object's metadata (a HEAD): for its modification time, or for
+        its MD5 where it was uploaded in parts."""
+        if not self._object_store(session) or root.files[path].size != other:
             return False
-        return self.method.compare == "modtime" or size > UPLOAD_CUTOFF
+        return self.method.compare == "modtime" or path in root.parted
 
     # -- backup ---------------------------------------------------------------------------
     def backup(self, session: Session, version: Dataset, previous: Dataset | None) -> None:
@@ -172,8 +189,8 @@ class _FilesReplay(Replay):
         stored = self.current.files
         read = [
             p
-            for p, f in stored.items()
-            if p in wanted and self._needs_head(session, f.size, wanted[p].size)
+            for p in stored
+            if p in wanted and self._needs_head(session, self.current, p, wanted[p].size)
         ]
         session.head([session.key(_CURRENT, p) for p in read])
         changed = [p for p in wanted if p in stored and not _equal(stored[p], wanted[p])]
@@ -192,16 +209,21 @@ class _FilesReplay(Replay):
             self.backups[number] = aside
         self.last = number
         uploads = [p for p in wanted if p not in stored]
-        session.put(
-            [
-                Blob(key=session.key(_CURRENT, p), segments=(_piece(version, wanted[p]),))
-                for p in uploads
-            ]
-        )
+        blobs = [
+            Blob(key=session.key(_CURRENT, p), segments=(_piece(version, wanted[p]),))
+            for p in uploads
+        ]
+        cutoff = self.method.upload_cutoff
+        parted = {p for p in uploads if store and wanted[p].size > cutoff}
+        session.put([blob for path, blob in zip(uploads, blobs, strict=True) if path not in parted])
+        for path, blob in zip(uploads, blobs, strict=True):
+            if path in parted:
+                part = max(self.method.part_size, -(-blob.size // _MAX_PARTS))
+                session.put_parts(blob, part, self.method.upload_concurrency)
         if store and not self.method.no_head:
             session.head([session.key(_CURRENT, p) for p in uploads])
         for path in uploads:
-            self.current.add(wanted[path])
+            self.current.add(wanted[path], parted=path in parted)
 
     # -- restore --------------------------------------------------------------------------
     def restore(
@@ -213,16 +235,21 @@ class _FilesReplay(Replay):
             self.backups.get(n, _Root(f"{_BACKUP}/v{n}"))
             for n in range(self.last, version.version, -1)
         ]
+        store = self._object_store(session)
         for root in roots:
             session.head([session.key(root.name)])
             self._list(session, root)
             read = [
                 p
-                for p, f in root.files.items()
-                if p in local and self._needs_head(session, f.size, local[p].size)
+                for p in root.files
+                if p in local and self._needs_head(session, root, p, local[p].size)
             ]
-            session.head([session.key(root.name, p) for p in read])
             differ = [p for p, f in root.files.items() if p not in local or not _equal(f, local[p])]
+            # an object uploaded in parts keeps its MD5 in metadata: rclone reads it to
+            # check the download against it (once: not again if the compare read it)
+            checked = set(read)
+            parts = [p for p in differ if store and p in root.parted and p not in checked]
+            session.head([session.key(root.name, p) for p in read + parts])
             bodies = session.get([Read(key=session.key(root.name, p)) for p in differ])
             for path, body in zip(differ, bodies, strict=True):
                 fetched[path] = body
@@ -262,6 +289,35 @@ def _flag(_: object, attribute: attrs.Attribute[bool], value: object) -> None:
         raise ConfigurationError(f"{attribute.name} must be True or False, not {value!r}")
 
 
+def _size(value: int | str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ConfigurationError(f"a size must be bytes or a size such as '200MiB', not {value!r}")
+    return parse_size(value)
+
+
+def _cutoff(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if not 0 <= value <= 5 * GiB:
+        raise ConfigurationError(
+            f"upload_cutoff must be from 0 to 5 GiB (rclone's --s3-upload-cutoff), not {value:,}"
+        )
+
+
+def _part(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if not PART_SIZE <= value <= 5 * GiB:
+        raise ConfigurationError(
+            f"part_size must be from 5 MiB to 5 GiB (S3's part sizes; rclone's "
+            f"--s3-chunk-size), not {value:,}"
+        )
+
+
+def _concurrency(_: object, attribute: attrs.Attribute[int], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(
+            f"upload_concurrency must be a whole number ≥ 1 (rclone's --s3-upload-concurrency), "
+            f"not {value!r}"
+        )
+
+
 def _compare(_: object, attribute: attrs.Attribute[str], value: object) -> None:
     if value not in ("modtime", "checksum"):
         raise ConfigurationError(
@@ -277,7 +333,10 @@ class Files(BackupMethod):
 
     ``fast_list`` is ``--fast-list`` (one recursive listing on object stores instead of
     one per directory); ``compare="checksum"`` is ``--checksum`` (no HEAD per unchanged
-    file); ``no_head`` is ``--s3-no-head`` (no HEAD after each upload).
+    file); ``no_head`` is ``--s3-no-head`` (no HEAD after each upload);
+    ``upload_cutoff``, ``part_size`` and ``upload_concurrency`` are
+    ``--s3-upload-cutoff``, ``--s3-chunk-size`` and ``--s3-upload-concurrency`` (bytes,
+    or sizes such as ``"200MiB"``).
     """
 
     name: ClassVar[str] = "files"
@@ -287,6 +346,9 @@ class Files(BackupMethod):
     fast_list: bool = field(default=False, validator=_flag)
     compare: Compare = field(default="modtime", validator=_compare)
     no_head: bool = field(default=False, validator=_flag)
+    upload_cutoff: int = field(default=UPLOAD_CUTOFF, converter=_size, validator=_cutoff)
+    part_size: int = field(default=PART_SIZE, converter=_size, validator=_part)
+    upload_concurrency: int = field(default=4, validator=_concurrency)
 
     def replay(self) -> Replay:
         return _FilesReplay(self)

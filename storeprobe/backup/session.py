@@ -62,7 +62,12 @@ class Session:
         return runs
 
     def _window(
-        self, plan: Plan, payloads: BlobPayloads | None = None, *, existence: bool = False
+        self,
+        plan: Plan,
+        payloads: BlobPayloads | None = None,
+        *,
+        existence: bool = False,
+        streams: int | None = None,
     ) -> Run:
         backend: Backend = self.target.backend
         if any(r.kind is Kind.GET and r.start is not None for r in plan.requests):
@@ -74,7 +79,7 @@ class Session:
         run = execute(
             backend,
             plan,
-            streams=self.streams,
+            streams=self.streams if streams is None else streams,
             clock=self.clock,
             timeout=self.timeout,
             bodies=bodies,
@@ -137,6 +142,54 @@ class Session:
             )
         )
         return [bytes(outcome.data or b"") for outcome in self._window(plan).outcomes]
+
+    def put_parts(self, blob: Blob, part_size: int, concurrency: int) -> None:
+        """One multipart upload of ``blob`` in parts of ``part_size`` bytes, at most
+        ``concurrency`` (and ``streams``) in flight: create, parts, complete (a client
+        that splits uploads by itself, obstore, is handed the whole blob and the part
+        size). One PUT where the client cannot split an upload."""
+        capabilities = self.target.backend.capabilities
+        if not capabilities.splits_uploads:
+            self.put([blob])
+            return
+        self._make_folders([blob.key])
+        size, key = blob.size, blob.key
+        whole = Part(0, 0, size)
+        if capabilities.client_multipart:
+            plan = Plan(
+                phases=(
+                    (
+                        Request(
+                            kind=Kind.PUT,
+                            key=key,
+                            body=whole,
+                            part_size=part_size,
+                            concurrency=concurrency,
+                        ),
+                    ),
+                )
+            )
+        else:
+            parts = tuple(
+                Request(
+                    kind=Kind.PUT_PART,
+                    key=key,
+                    start=start,
+                    stop=min(start + part_size, size),
+                    body=Part(0, start, min(start + part_size, size)),
+                    part_number=number,
+                )
+                for number, start in enumerate(range(0, size, part_size), start=1)
+            )
+            phases: list[tuple[Request, ...]] = []
+            if capabilities.multipart_create:
+                phases.append((Request(kind=Kind.CREATE_MULTIPART, key=key, start=0, stop=size),))
+            phases.append(parts)
+            if capabilities.multipart_complete:
+                phases.append((Request(kind=Kind.COMPLETE_MULTIPART, key=key),))
+            plan = Plan(phases=tuple(phases))
+        self.written[key] = size
+        self._window(plan, BlobPayloads([blob]), streams=min(concurrency, self.streams))
 
     def copy(self, pairs: Sequence[tuple[str, str]]) -> None:
         """One server-side COPY per ``(source, key)``, ≤ ``streams`` at once (the folders
