@@ -7,7 +7,8 @@ tests/backup_tools.py: restic, duplicity (``boto3+s3://``) and ``rclone sync
 --backup-dir`` against the logging S3 server (moto on 127.0.0.1, every request logged);
 duplicity (``file://``), rdiff-backup and rsnapshot's rsync step on the local disk.
 
-Printed per tool per step: requests by kind (S3), body bytes in and out at the server,
+Printed per tool per step: requests by kind (S3), body bytes in (as sent, and the
+content they carried without aws-chunked framing) and out at the server,
 objects on the target after the step and its space (S3: sum of object sizes; disk:
 ``du -sb``, hard links once), wall seconds; then the request sequences other code
 models: restic's backups 1 and 2 folder by folder, duplicity's files per step and what an
@@ -129,7 +130,8 @@ def table(runs: list[ToolRun]) -> str:
     kinds = [
         k for k in KINDS if any(s.requests and s.requests.count(k) for r in runs for s in r.steps)
     ]
-    head = ["tool", "step", *kinds, "ranged get", "bytes in", "bytes out", "objects", "space B"]
+    head = ["tool", "step", *kinds, "ranged get", "bytes in", "payload in", "bytes out"]
+    head += ["objects", "space B"]
     head += ["s", "ok"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * (len(head) - 3) + "---|"]
     for run in runs:
@@ -145,6 +147,7 @@ def table(runs: list[ToolRun]) -> str:
                         *counts,
                         str(requests.ranged_gets) if requests else "",
                         f"{requests.bytes_in:,}" if requests else "",
+                        f"{requests.payload_in:,}" if requests else "",
                         f"{requests.bytes_out:,}" if requests else "",
                         f"{step.objects:,}",
                         f"{step.space:,}",
@@ -241,6 +244,7 @@ def main() -> None:
                             "step": _label(step),
                             "by_kind": dict(step.requests.by_kind) if step.requests else None,
                             "bytes_in": step.bytes_sent,
+                            "payload_in": step.requests.payload_in if step.requests else None,
                             "bytes_out": step.bytes_received,
                             "objects": step.objects,
                             "space": step.space,
