@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,6 +25,7 @@ from storeprobe.dataset import (
     Tree,
     dataset_from_dict,
 )
+from storeprobe.delta import delta, measure_delta, patch, signature
 from storeprobe.errors import ConfigurationError
 from storeprobe.units import KiB, MiB
 from storeprobe.workload import GENERATION_BLOCK
@@ -401,6 +403,177 @@ def test_tree_of_sorts() -> None:
     tree = Tree.of([File("b", 1), File("a/c", 2)])
     assert [file.path for file in tree.files] == ["a/c", "b"]
     assert tree.describe() == "tree v0: 2 files, 3 B"
+
+
+# -- trees: changed files rewritten in place ---------------------------------------
+
+
+def _bytes_of(tree: Tree, file: File) -> npt.NDArray[np.uint8]:
+    return np.frombuffer(tree.payload(file), dtype=np.uint8)
+
+
+def _in_place_versions(seed: int = 5, versions: int = 3) -> list[Tree]:
+    trees = [Tree.generate(120, Sizes.uniform(0, 300_000), seed=seed)]
+    for _ in range(versions - 1):
+        trees.append(trees[-1].evolve(changed=0.3, added=2, deleted=2, rewrite=0.6))
+    return trees
+
+
+def _covered(regions: tuple[tuple[int, int], ...], size: int) -> npt.NDArray[np.bool_]:
+    mask = np.zeros(size, dtype=bool)
+    for start, stop in regions:
+        mask[start:stop] = True
+    return mask
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32), st.integers(1, 400_000), st.integers(1, 4))
+def test_rewritten_regions_are_the_only_differing_bytes(
+    seed: int, size: int, rewrites: int
+) -> None:
+    trees = [Tree(files=(File("a/file.bin", size),), seed=seed)]
+    for _ in range(rewrites):
+        trees.append(trees[-1].evolve(changed=1, added=0, deleted=0, rewrite=1.0))
+    for earlier in range(rewrites):
+        old, new = trees[earlier].files[0], trees[-1].files[0]
+        assert new.in_place
+        assert new.size == size
+        assert new.writes == tuple(range(rewrites + 1))
+        regions = trees[-1].changed_regions(new, old)
+        assert regions is not None
+        differ = _bytes_of(trees[earlier], old) != _bytes_of(trees[-1], new)
+        mask = _covered(regions, size)
+        assert not (differ & ~mask).any()  # nothing outside the regions changed
+        rewritten = int(mask.sum())
+        assert int(differ.sum()) >= rewritten - rewritten // 32 - 4  # 255/256 of them did
+        changes = trees[-1].diff(trees[earlier])
+        assert changes.in_place == changes.changed == (new,)
+        assert changes.changed_bytes == changes.rewritten_bytes == rewritten
+        first = np.flatnonzero(differ)
+        expected = int(first[0]) if first.size else None
+        assert trees[-1].mismatch(new, trees[earlier].payload(old)) == expected
+    last = trees[-1].files[0]
+    assert trees[-1].regions(last) == trees[-1].changed_regions(last, trees[-2].files[0])
+
+
+def test_regions_are_few_and_small() -> None:
+    tree = Tree(files=tuple(File(f"f{i:04d}", 10 * MiB) for i in range(300)), seed=1)
+    evolved = tree.evolve(changed=1.0, added=0, deleted=0, rewrite=1.0)
+    counts = [len(evolved.regions(file)) for file in evolved.files]
+    assert min(counts) >= 1
+    assert max(counts) <= 4
+    spans = [stop - start for file in evolved.files for start, stop in evolved.regions(file)]
+    assert min(spans) >= 16
+    assert max(spans) <= 4 * 16 * KiB
+    assert evolved.diff(tree).changed_bytes <= 300 * 4 * 16 * KiB
+    small = Tree(files=(File("tiny", 8),), seed=1).evolve(changed=1, added=0, rewrite=1.0)
+    assert all(stop - start == 1 for start, stop in small.regions(small.files[0]))
+
+
+def test_in_place_files_are_deterministic_and_regenerate_from_any_version() -> None:
+    first, second = _in_place_versions(), _in_place_versions()
+    assert first == second
+    for tree in first:
+        for file in tree.files[::7]:
+            assert first[-1].payload(file) == second[0].payload(file) == tree.payload(file)
+    assert _in_place_versions(seed=6)[1] != first[1]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 299_999), st.integers(0, 3 * GENERATION_BLOCK))
+def test_in_place_files_fill_in_any_pieces(start: int, length: int) -> None:
+    tree = _in_place_versions()[-1]
+    file = next(f for f in tree.files if f.in_place and f.size > 200_000)
+    start = min(start, file.size)
+    stop = min(start + length, file.size)
+    whole = tree.payload(file)
+    assert tree.payload(file, start, stop) == whole[start:stop]
+    assert tree.mismatch(file, whole[start:stop], start) is None
+
+
+def test_diff_counts_only_rewritten_bytes_of_in_place_files() -> None:
+    trees = _in_place_versions()
+    for earlier in (0, 1):
+        changes = trees[2].diff(trees[earlier])
+        before = {file.path: file for file in trees[earlier].files}
+        assert changes.in_place
+        assert set(changes.in_place) <= set(changes.changed)
+        differing = 0
+        for file in changes.changed:
+            old = before[file.path]
+            regions = trees[2].changed_regions(file, old)
+            if file in changes.in_place:
+                assert regions is not None
+                differing += sum(stop - start for start, stop in regions)
+            else:
+                assert regions is None
+                differing += file.size
+        assert changes.rewritten_bytes == differing
+        added = sum(file.size for file in changes.added)
+        assert changes.changed_bytes == added + differing
+        whole = sum(file.size for file in changes.changed)
+        assert changes.changed_bytes < added + whole
+
+
+def test_rewrite_keeps_the_other_choices_of_evolve() -> None:
+    v0 = _base()
+    plain, rewritten = v0.evolve(), v0.evolve(rewrite=1.0)
+    assert v0.evolve(rewrite=0.0) == plain
+    assert [f.path for f in plain.files] == [f.path for f in rewritten.files]
+    changes, in_place = plain.diff(v0), rewritten.diff(v0)
+    assert [f.path for f in changes.changed] == [f.path for f in in_place.changed]
+    assert changes.rewritten_bytes is None
+    assert changes.in_place == ()
+    assert len(in_place.in_place) == sum(1 for f in in_place.changed if f.size > 0)
+    sizes = {f.path: f.size for f in v0.files}
+    assert all(f.size == sizes[f.path] for f in in_place.in_place)
+    half = v0.evolve(changed=100, rewrite=0.5).diff(v0)
+    assert len(half.in_place) == 50
+
+
+def test_the_delta_of_a_file_rewritten_in_place_is_small() -> None:
+    v0 = Tree(files=(File("disk/data.bin", 2 * MiB),), seed=3)
+    v1 = v0.evolve(changed=1, added=0, deleted=0, rewrite=1.0)
+    old, new = v0.files[0], v1.files[0]
+    regions = v1.regions(new)
+    sig = signature(v0.payload(old))
+    stats = measure_delta(sig, v1.payload(new))
+    rewritten = v1.diff(v0).changed_bytes
+    # the literal bytes: the regions, widened to whole signature blocks at each end
+    assert rewritten <= stats.literal_bytes <= rewritten + 2 * len(regions) * sig.block_len
+    assert stats.size < 100 * KiB < new.size // 20
+    assert patch(v0.payload(old), delta(sig, v1.payload(new))) == v1.payload(new)
+    whole = v0.evolve(changed=1, added=0, deleted=0)  # rewritten whole: no match at all
+    assert measure_delta(sig, whole.payload(whole.files[0])).copy_bytes == 0
+
+
+def test_in_place_trees_round_trip_through_dicts() -> None:
+    tree = _in_place_versions()[-1]
+    data = json.loads(json.dumps(tree.to_dict()))
+    assert "histories" in data
+    assert Tree.from_dict(data) == tree
+    plain = _base()
+    assert "histories" not in plain.to_dict()
+    assert Tree.from_dict(plain.to_dict()) == plain
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: _base().evolve(rewrite=1.5),
+        lambda: _base().evolve(rewrite=-0.1),
+        lambda: _base().evolve(rewrite="half"),
+        lambda: _base().evolve(rewrite=True),
+        lambda: File("a", 1, 1, (1,)),
+        lambda: File("a", 1, 3, (2, 1)),
+        lambda: File("a", 1, 2, (-1,)),
+        lambda: File("a", 1, 2, "01"),
+        lambda: _base().changed_regions(_base().files[0], _base().files[1]),
+    ],
+)
+def test_bad_in_place_rewrites(make: Any) -> None:
+    with pytest.raises(ConfigurationError):
+        make()
 
 
 # -- source tree --------------------------------------------------------------------

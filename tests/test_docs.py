@@ -50,6 +50,7 @@ IMPORTED_DIRECTLY = {
     "backup",
     "comparison",
     "dataset",
+    "delta",
     "distributed",
     "metadata",
     "notices",

@@ -22,7 +22,9 @@ pieces), from a different domain constant:
 - a tree file's bytes are a function of ``(seed, path, generation)`` only, so a file
   that did not change keeps its exact bytes in every later version, a changed file gets
   new bytes, and any version's file can be regenerated (and verified) from any tree of
-  the same seed;
+  the same seed; a file rewritten in place (:meth:`Tree.evolve` with ``rewrite``) keeps
+  the bytes of the generations in its ``history`` outside a few regions
+  (:mod:`storeprobe.dataset.regions`);
 - an image's block ``b`` is a function of ``(seed, b, generations[b])``.
 
 A file's generation is the version that last wrote it: 0 for the files of the first

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
@@ -166,18 +167,60 @@ def _payload(dataset: Dataset, file: File, start: int, stop: int | None) -> byte
 # -- files, changes, the protocol -----------------------------------------------------
 
 
+def _history(value: object) -> tuple[int, ...]:
+    if isinstance(value, tuple) and not value:
+        return ()
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise ConfigurationError(f"a file's history is a sequence of generations, not {value!r}")
+    return tuple(_int("history generation", entry) for entry in value)
+
+
+def _valid_history(
+    instance: File, attribute: attrs.Attribute[tuple[int, ...]], value: tuple[int, ...]
+) -> None:
+    writes = (*value, instance.generation)
+    if any(later <= earlier for earlier, later in itertools.pairwise(writes)):
+        raise ConfigurationError(
+            f"{instance.path!r}: history {value} and generation {instance.generation} must "
+            "be increasing (each is a version that wrote the file)"
+        )
+
+
 @frozen
 class File:
     """One file of a dataset version.
 
-    ``path`` is relative and ``/``-separated; the same ``(path, generation)`` always has
-    the same bytes (for a given dataset seed), and ``generation`` changes when the file
-    does: it is the version that last wrote the file.
+    ``path`` is relative and ``/``-separated; the same ``(path, generation, history)``
+    always has the same bytes (for a given dataset seed), and ``generation`` changes when
+    the file does: it is the version that last wrote the file, whole or in place.
+
+    ``history`` is empty when ``generation`` wrote the whole file. When it rewrote a few
+    regions in place (:meth:`Tree.evolve` with ``rewrite``), ``history`` holds the
+    generations under that rewrite: first the version that wrote the file whole
+    (:attr:`origin`), then each earlier in-place rewrite, in order. The size of a file
+    rewritten in place is its size when it was written whole.
     """
 
     path: str = field(validator=_valid_path)
     size: int = field(validator=_valid_file_size)
     generation: int = field(default=0, validator=_valid_generation)
+    history: tuple[int, ...] = field(default=(), converter=_history, validator=_valid_history)
+
+    @property
+    def writes(self) -> tuple[int, ...]:
+        """Every version that wrote the file, in order: :attr:`origin`, then each in-place
+        rewrite; ``(generation,)`` for a file written whole."""
+        return (*self.history, self.generation)
+
+    @property
+    def origin(self) -> int:
+        """The version that wrote the file whole (``generation`` unless rewritten in place)."""
+        return self.history[0] if self.history else self.generation
+
+    @property
+    def in_place(self) -> bool:
+        """True when the last write rewrote regions in place (``history`` is not empty)."""
+        return bool(self.history)
 
 
 @frozen(kw_only=True)
@@ -189,16 +232,21 @@ class Changes:
     changed: tuple[File, ...] = ()
     deleted: tuple[File, ...] = ()
     unchanged: tuple[File, ...] = ()
-    #: bytes rewritten in place inside changed files (an image's changed blocks);
-    #: None when a changed file counts whole (a tree)
+    #: the bytes of the changed files that differ: an image's changed blocks × block
+    #: size; for a tree with files rewritten in place, their rewritten regions plus the
+    #: whole size of the others. None when every changed file counts whole (a tree
+    #: without in-place rewrites)
     rewritten_bytes: int | None = None
+    #: the changed files whose bytes differ only in regions rewritten in place (a subset
+    #: of ``changed``; a binary delta against the previous version is small for these)
+    in_place: tuple[File, ...] = ()
 
     @property
     def changed_bytes(self) -> int:
         """Bytes of added and changed files: what an incremental backup must move at least.
 
         For an image, the changed blocks × block size (the bytes that differ), not the
-        whole image.
+        whole image; for a tree file rewritten in place, its rewritten regions.
         """
         added = sum(file.size for file in self.added)
         if self.rewritten_bytes is not None:

@@ -1,7 +1,8 @@
 """File trees: generated, shaped like a source tree, or taken from a real directory.
 
-About 420 lines: one class, :class:`Tree`, with its constructors, evolution and diff;
-layouts and the source-tree shape are :mod:`.layout`, content :mod:`._common`."""
+About 500 lines: one class, :class:`Tree`, with its constructors, evolution and diff;
+layouts and the source-tree shape are :mod:`.layout`, content :mod:`._common`, the
+regions of in-place rewrites :mod:`.regions`."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from storeprobe.dataset._common import (
     _valid_version,
 )
 from storeprobe.dataset.layout import SOURCE_TREE, _layout
+from storeprobe.dataset.regions import Region, rewritten_regions, span, union
 from storeprobe.dataset.sizes import Sizes
 from storeprobe.errors import ConfigurationError
 from storeprobe.units import MiB
@@ -254,12 +256,51 @@ class Tree:
     def fill(self, file: File, start: int, out: memoryview | bytearray) -> None:
         """Write bytes ``[start, start + len(out))`` of ``file`` into ``out``.
 
-        The bytes depend on ``(seed, file.path, file.generation)`` only, so a file of
-        any version of this tree can be produced from any other version.
+        The bytes depend on ``(seed, file.path, file.generation, file.history)`` only, so
+        a file of any version of this tree can be produced from any other version. A file
+        written whole at generation ``g`` is the content stream of ``(seed, path, g)``; a
+        file rewritten in place is its :attr:`~File.origin`'s stream with the regions of
+        each later write (:meth:`regions`) taken from that write's stream.
         """
         target = _target(out, start, file.size)
-        _fill_stream(
-            [_TREE_DOMAIN, self.seed, _path_key(file.path), file.generation], start, target
+        key = _path_key(file.path)
+        _fill_stream([_TREE_DOMAIN, self.seed, key, file.origin], start, target)
+        stop = start + len(target)
+        for generation in file.writes[1:]:
+            for low, high in rewritten_regions(self.seed, key, generation, file.size):
+                low, high = max(low, start), min(high, stop)
+                if low < high:
+                    entropy = [_TREE_DOMAIN, self.seed, key, generation]
+                    _fill_stream(entropy, low, target[low - start : high - start])
+
+    def regions(self, file: File) -> tuple[Region, ...]:
+        """The byte ranges ``[start, stop)`` the last write of ``file`` rewrote in place
+        (sorted, disjoint); ``()`` for a file written whole."""
+        if not file.history:
+            return ()
+        return rewritten_regions(self.seed, _path_key(file.path), file.generation, file.size)
+
+    def changed_regions(self, file: File, previous: File) -> tuple[Region, ...] | None:
+        """The byte ranges of ``file`` that may differ from ``previous``, the same path in
+        an earlier version; ``None`` when it was written whole since (all of it differs).
+
+        ``()`` when the file did not change; otherwise the union of the regions of every
+        in-place rewrite since ``previous`` (bytes outside them are equal; inside, each
+        byte differs with probability 255/256).
+        """
+        if file.path != previous.path:
+            raise ConfigurationError(
+                f"{file.path!r} and {previous.path!r} are different files: compare one path"
+            )
+        if file == previous:
+            return ()
+        now, then = file.writes, previous.writes
+        if not file.history or file.size != previous.size or now[: len(then)] != then:
+            return None
+        key = _path_key(file.path)
+        return union(
+            rewritten_regions(self.seed, key, generation, file.size)
+            for generation in now[len(then) :]
         )
 
     def payload(self, file: File, start: int = 0, stop: int | None = None) -> bytes:
@@ -285,6 +326,7 @@ class Tree:
         deleted: float | int = 0.01,
         sizes: Sizes | None = None,
         seed: int | None = None,
+        rewrite: float = 0.0,
     ) -> Tree:
         """The next version: some files changed, some added, some deleted.
 
@@ -294,6 +336,11 @@ class Tree:
         - changed files get generation ``version + 1`` (new bytes) and a size drawn from
           ``sizes`` if given, else their size × ``exp(N(0, 0.05))`` (most edits keep the
           size close; some keep it exactly, as a backup comparing sizes alone would miss);
+        - but a fraction ``rewrite`` of the changed files (rounded to nearest; empty files
+          excepted) is rewritten in place instead: same size, the same bytes except in a
+          few regions (:mod:`storeprobe.dataset.regions`: 1 to 4 regions of 16 B to
+          16 KiB, at most an eighth of the file each), so binary deltas of them are
+          small; ``diff().changed_bytes`` counts only those regions for them;
         - added files go into directories that hold files (busy ones more likely), named
           ``v<version>-<n><extension of a neighbour>``, sizes from ``sizes`` if given,
           else drawn from the current sizes;
@@ -304,6 +351,16 @@ class Tree:
         """
         if sizes is not None and not isinstance(sizes, Sizes):
             raise ConfigurationError(f"sizes must be a Sizes or None, not {sizes!r}")
+        if isinstance(rewrite, bool) or not isinstance(rewrite, int | float):
+            raise ConfigurationError(
+                f"rewrite must be a fraction of the changed files (a float in [0, 1]), "
+                f"not {rewrite!r}"
+            )
+        if not 0 <= rewrite <= 1:
+            raise ConfigurationError(
+                f"rewrite={rewrite!r}: the fraction of changed files rewritten in place "
+                "must be in [0, 1] (e.g. 0.5)"
+            )
         total = len(self.files)
         n_changed = _fraction_or_count("changed", changed, total, limit=True)
         n_deleted = _fraction_or_count("deleted", deleted, total, limit=True)
@@ -330,9 +387,16 @@ class Tree:
         else:
             factors = np.exp(rng.normal(0.0, _SIZE_CHANGE_SIGMA, size=n_changed))
             new_sizes = np.rint(current[touched] * factors).astype(np.int64)
+        in_place = math.floor(rewrite * n_changed + 0.5)
         files = list(self.files)
-        for index, size in zip(touched.tolist(), new_sizes.tolist(), strict=True):
-            files[index] = File(files[index].path, int(size), version)
+        for rank, (index, size) in enumerate(
+            zip(touched.tolist(), new_sizes.tolist(), strict=True)
+        ):
+            old = files[index]
+            if rank < in_place and old.size > 0:
+                files[index] = File(old.path, old.size, version, old.writes)
+            else:
+                files[index] = File(old.path, int(size), version)
         kept = [file for index, file in enumerate(files) if index not in gone]
         kept.extend(self._additions(n_added, sizes, rng, version))
         return Tree.of(kept, seed=self.seed, version=version, name=self.name)
@@ -371,7 +435,10 @@ class Tree:
         """What changed from ``previous`` (an earlier version of this tree) to this one.
 
         A file is changed when its size or generation differs; ``changed`` holds this
-        version's files, ``deleted`` the previous version's.
+        version's files, ``deleted`` the previous version's. Changed files rewritten only
+        in place since ``previous`` are also in ``in_place``, and then
+        ``rewritten_bytes`` (so ``changed_bytes``) counts their :meth:`changed_regions`
+        and the other changed files whole.
         """
         if not isinstance(previous, Tree):
             raise ConfigurationError(f"a tree diffs against a Tree, not {type(previous).__name__}")
@@ -381,7 +448,8 @@ class Tree:
                 "diff versions of one tree (made by evolve)"
             )
         before = {file.path: file for file in previous.files}
-        added, changed, unchanged = [], [], []
+        added, changed, unchanged, in_place = [], [], [], []
+        differing = 0
         for file in self.files:
             old = before.pop(file.path, None)
             if old is None:
@@ -390,19 +458,28 @@ class Tree:
                 unchanged.append(file)
             else:
                 changed.append(file)
+                regions = self.changed_regions(file, old) if file.history else None
+                if regions is None:
+                    differing += file.size
+                else:
+                    in_place.append(file)
+                    differing += span(regions)
         deleted = sorted(before.values(), key=lambda file: file.path)
         return Changes(
             added=tuple(added),
             changed=tuple(changed),
             deleted=tuple(deleted),
             unchanged=tuple(unchanged),
+            rewritten_bytes=differing if in_place else None,
+            in_place=tuple(in_place),
         )
 
     # -- serialisation --------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict; files as three parallel lists (paths, sizes, generations)."""
-        return {
+        """A JSON-ready dict; files as parallel lists (paths, sizes, generations, and
+        ``histories`` when a file was rewritten in place)."""
+        data: dict[str, Any] = {
             "kind": "tree",
             "name": self.name,
             "seed": self.seed,
@@ -411,15 +488,21 @@ class Tree:
             "sizes": [file.size for file in self.files],
             "generations": [file.generation for file in self.files],
         }
+        if any(file.history for file in self.files):
+            data["histories"] = [list(file.history) for file in self.files]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Tree:
         """Inverse of :meth:`to_dict`."""
         _expect_kind(data, "tree", ("name", "seed", "version", "paths", "sizes", "generations"))
         paths, sizes, generations = data["paths"], data["sizes"], data["generations"]
-        if not len(paths) == len(sizes) == len(generations):
-            raise ConfigurationError("a tree dict needs paths, sizes and generations of one length")
-        files = (File(*entry) for entry in zip(paths, sizes, generations, strict=True))
+        histories = data.get("histories") or [()] * len(paths)
+        if not len(paths) == len(sizes) == len(generations) == len(histories):
+            raise ConfigurationError(
+                "a tree dict needs paths, sizes, generations (and histories) of one length"
+            )
+        files = (File(*entry) for entry in zip(paths, sizes, generations, histories, strict=True))
         return cls(
             files=tuple(files), seed=data["seed"], version=data["version"], name=data["name"]
         )
