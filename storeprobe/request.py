@@ -1,7 +1,8 @@
 """The request model: what a plan asks of a storage, and what each request returned.
 
 A :class:`Request` is one thing a client does against the storage: put, get, head,
-list or delete one key, or one step of a multipart upload. It names the key, the byte
+list or delete one key, one step of a multipart upload, or (on file systems) a hard
+link or a rename of one name to another. It names the key, the byte
 range and the body it sends (a :class:`Part` of a workload's object: a reference, not
 the bytes). A plan is an immutable sequence of phases; a phase is a tuple of requests
 that may run concurrently (see :mod:`storeprobe.planning`).
@@ -72,7 +73,7 @@ Body = Buffer | io.BytesIO | StagedFile
 
 
 class Kind(enum.StrEnum):
-    """What one request does."""
+    """What one request does (new kinds are appended: a kind is recorded by position)."""
 
     PUT = "put"
     GET = "get"
@@ -82,6 +83,10 @@ class Kind(enum.StrEnum):
     CREATE_MULTIPART = "create-multipart"
     PUT_PART = "put-part"
     COMPLETE_MULTIPART = "complete-multipart"
+    #: a hard link: ``key`` made a second name of ``source`` (file systems only)
+    LINK = "link"
+    #: a rename: ``source`` moved to ``key``, replacing it (file systems only)
+    RENAME = "rename"
 
 
 #: the kinds in a fixed order: a request's kind is recorded as its index here
@@ -114,7 +119,8 @@ class Request:
 
     ``start``/``stop`` bound a ranged read or a part's place in the object (``stop`` is
     exclusive; both None for the whole object). ``body`` is the part a write sends.
-    ``part_number`` is the 1-based number of a multipart step's part.
+    ``part_number`` is the 1-based number of a multipart step's part. ``source`` is the
+    existing name a :attr:`Kind.LINK` links to or a :attr:`Kind.RENAME` moves.
     """
 
     kind: Kind
@@ -127,6 +133,8 @@ class Request:
     part_size: int | None = None
     #: parts such a put keeps in flight
     concurrency: int = 1
+    #: the existing name of a link or a rename (None for every other kind)
+    source: str | None = None
 
     @property
     def expected(self) -> int | None:

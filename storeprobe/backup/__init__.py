@@ -7,7 +7,11 @@ is a Result. What a step asks of the storage is decided by its method, one modul
 
 - ``files`` (:mod:`storeprobe.backup.files`): whole-file sync, as ``rclone sync``;
 - ``chunks`` (:mod:`storeprobe.backup.chunks`): a generic per-file chunk store, one HEAD
-  per chunk (models no particular tool).
+  per chunk (models no particular tool);
+- ``rdiff-backup`` (:mod:`storeprobe.backup.rdiff_backup`): a mirror of the newest
+  version plus reverse increments (librsync deltas), file systems only;
+- ``rsnapshot`` (:mod:`storeprobe.backup.rsnapshot`): a full tree per version, unchanged
+  files hard links to the previous one (rsync ``--link-dest``), file systems only.
 
 A method is a :class:`BackupMethod` (its options, frozen) that makes a :class:`Replay`
 for one scenario; the scenario owns timing, eviction, verification, Results and cleanup
@@ -22,7 +26,9 @@ from storeprobe.backup.chunks import Chunks
 from storeprobe.backup.files import Files
 from storeprobe.backup.method import BackupMethod, Replay
 from storeprobe.backup.objects import Blob, Read
+from storeprobe.backup.rdiff_backup import RdiffBackup
 from storeprobe.backup.registry import METHODS, method_for
+from storeprobe.backup.rsnapshot import Rsnapshot
 from storeprobe.backup.scenario import backup_restore
 from storeprobe.backup.session import Session
 from storeprobe.execution import Leftover
@@ -37,8 +43,10 @@ __all__ = [
     "Files",
     "Leftover",
     "Method",
+    "RdiffBackup",
     "Read",
     "Replay",
+    "Rsnapshot",
     "Session",
     "backup_restore",
     "method_for",

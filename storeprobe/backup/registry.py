@@ -7,6 +7,8 @@ import attrs
 from storeprobe.backup.chunks import Chunks
 from storeprobe.backup.files import Files
 from storeprobe.backup.method import BackupMethod
+from storeprobe.backup.rdiff_backup import RdiffBackup
+from storeprobe.backup.rsnapshot import Rsnapshot
 from storeprobe.errors import ConfigurationError
 from storeprobe.manifest import Chunking
 
@@ -15,6 +17,8 @@ __all__ = ["METHODS", "method_for"]
 _REGISTRY: dict[str, type[BackupMethod]] = {
     Files.name: Files,
     Chunks.name: Chunks,
+    RdiffBackup.name: RdiffBackup,
+    Rsnapshot.name: Rsnapshot,
 }
 
 #: every method name, in the order the docs present them

@@ -1,7 +1,8 @@
 """A backup scenario's access to its target: every call one timed window, every write kept.
 
 A backup method (:mod:`storeprobe.backup.method`) never times, cleans up or verifies
-anything: it asks a :class:`Session` to list, check, write, read or delete, and the
+anything: it asks a :class:`Session` to list, check, write, read or delete (and, on file
+systems, to hard-link or rename), and the
 session runs each call as one timed window on the target's client (``streams`` requests
 in flight), keeps the window's record for the step's Result, and remembers every name
 written (and every folder made) under the scenario's fresh run prefix so the scenario's
@@ -54,6 +55,8 @@ class Session:
     written: dict[str, int] = field(factory=dict)
     #: folders made for writes on a file system, in the order made
     folders: list[str] = field(factory=list)
+    #: names the session hard-linked → the number of their file (one per inode)
+    links: dict[str, int] = field(factory=dict)
 
     # -- the step ----------------------------------------------------------------------
     def take_runs(self) -> list[Run]:
@@ -143,6 +146,39 @@ class Session:
         self._window(plan)
         for key in keys:
             self.written.pop(key, None)
+            self.links.pop(key, None)
+
+    def link(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """One hard link per ``(name, existing)`` pair, ≤ ``streams`` at once: ``name``
+        becomes a second name of the file ``existing`` (file systems only; the folders
+        the names need are made first, untimed). The new names count as written."""
+        if not pairs:
+            return
+        self._make_folders(name for name, _ in pairs)
+        plan = Plan(
+            phases=(tuple(Request(kind=Kind.LINK, key=n, source=e) for n, e in pairs),)
+        )
+        for name, existing in pairs:
+            self.written[name] = self.written.get(existing, 0)
+            group = self.links.setdefault(existing, len(self.links))
+            self.links[name] = group
+        self._window(plan)
+
+    def rename(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """One rename per ``(name, existing)`` pair, ≤ ``streams`` at once: ``existing``
+        moves to ``name``, replacing what ``name`` was (file systems only)."""
+        if not pairs:
+            return
+        self._make_folders(name for name, _ in pairs)
+        plan = Plan(
+            phases=(tuple(Request(kind=Kind.RENAME, key=n, source=e) for n, e in pairs),)
+        )
+        for name, existing in pairs:
+            self.written[name] = self.written.pop(existing, 0)
+            self.links.pop(name, None)
+            if existing in self.links:
+                self.links[name] = self.links.pop(existing)
+        self._window(plan)
 
     # -- untimed housekeeping -----------------------------------------------------------
     def _make_folders(self, keys: object) -> None:
@@ -172,7 +208,12 @@ class Session:
 
     def usage(self) -> tuple[int, int]:
         """(objects, bytes) the target holds under the prefix (untimed): objects by name,
-        bytes as ``du -b`` counts them (a hard-linked file once)."""
+        bytes as ``du -b`` counts them (a hard-linked file once).
+
+        A file's inode comes from fsspec's ``info`` where it has one (``ino`` and
+        ``nlink``: the local disk); where it has none (SFTP version 3, which sshfs
+        speaks, reports no inode or link count) the links this session made tell which
+        names share a file."""
         fs = self.target.fs
         fs.invalidate_cache()
         found: list[tuple[int, int]] = []
@@ -181,12 +222,18 @@ class Session:
             entries = fs.find(self.prefix, detail=True)
             seen: set[object] = set()
             total = 0
-            for entry in entries.values():
+            for name, entry in entries.items():
                 inode = entry.get("ino")
-                if inode is not None and int(entry.get("nlink") or 1) > 1:
-                    if inode in seen:
+                same: object = None
+                if inode is not None:
+                    if int(entry.get("nlink") or 1) > 1:
+                        same = ("inode", inode)
+                elif name in self.links:
+                    same = ("link", self.links[name])
+                if same is not None:
+                    if same in seen:
                         continue
-                    seen.add(inode)
+                    seen.add(same)
                 total += int(entry.get("size") or 0)
             found.append((len(entries), total))
 

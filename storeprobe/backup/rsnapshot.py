@@ -1,0 +1,158 @@
+"""``rsnapshot``: every version a full tree, unchanged files hard links to the one before.
+
+Replays rsnapshot 1.4 (Debian's 1.4.5) with ``link_dest 1``, whose backup is one
+``rsync -a --delete --numeric-ids --relative --delete-excluded
+--link-dest=<previous snapshot> SRC <new snapshot>`` (``rsnapshot -t`` prints that
+command; rsnapshot's man page, ``link_dest``: "use --link-dest instead of cp -al"), onto
+a file system the storage holds. Each backup ``k`` makes ``snapshots/<k>/<path>`` for
+every file of the version; the space grows by the bytes of the changed and new files
+only, but every changed file is stored whole again (a 1 % rewrite of a disk image stores
+the whole image once more).
+
+What each backup asks of the storage, as ``strace -f`` shows rsync 3.x's receiver doing
+here (rsync 3.5.0, local copy, so ``--whole-file``):
+
+- a directory made for each directory of the version (``mkdir``; untimed, as every
+  method's folders);
+- per file, the generator's ``lstat`` of the new path (it does not exist yet: one HEAD
+  answered "missing") and, from the second backup on, its ``lstat`` of the same path in
+  the previous snapshot (one HEAD): a file whose size and mtime match is linked, the
+  rest are sent (rsync's quick check; mtime here is the file's generation);
+- per unchanged file, one ``link`` to the previous snapshot's file (a LINK request:
+  ``os.link`` on disk, OpenSSH's ``hardlink@openssh.com`` over SFTP);
+- per new or changed file, the receiver writes the whole file into a temporary
+  ``.<name>.<random>`` beside it and renames it into place (one PUT of the whole file,
+  one RENAME).
+
+A restore of version ``k`` is ``rsync -a --delete snapshots/<k>/ DIR/``: the sender
+lists each directory of the snapshot and ``lstat``\\ s each file (one LIST per
+directory, one HEAD per file), then the files the directory lacks or holds at another
+size or mtime (generation) are read whole (one GET each; a local copy never sends
+deltas) and files the version lacks are deleted from the directory.
+
+Left out: rsnapshot's rotation (with ``link_dest 1``, one ``mv`` per retained snapshot
+before the rsync, oldest first, and ``rm -rf`` of the one past ``retain``; here the
+snapshots keep their numbers, as in the side-by-side harness), its lock file and the
+``touch`` of the new snapshot; rsync's ``chmod`` and ``utimensat`` after each write and
+per directory (metadata requests with no kind here); the sender's reads of the source
+disk and rsync's checksums; a remote rsync's delta transfer over ssh (the receiver still
+writes whole files, so the storage sees the same writes).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from pathlib import Path
+from typing import ClassVar
+
+from attrs import define, field, frozen
+
+from storeprobe.backup.method import BackupMethod, Replay, StepKind
+from storeprobe.backup.objects import Blob, Read
+from storeprobe.backup.session import Session
+from storeprobe.dataset import Dataset, File
+from storeprobe.manifest import Piece
+from storeprobe.restore import write_files
+
+__all__ = ["Rsnapshot"]
+
+
+def _folders(paths: list[str]) -> list[str]:
+    """Every directory of ``paths`` (relative, ``/``-separated), the root ``""`` first."""
+    found: dict[str, None] = {"": None}
+    for path in paths:
+        folder = posixpath.dirname(path)
+        parents: list[str] = []
+        while folder and folder not in found:
+            parents.append(folder)
+            folder = posixpath.dirname(folder)
+        found.update((parent, None) for parent in reversed(parents))
+    return list(found)
+
+
+@define
+class _RsnapshotReplay(Replay):
+    #: temporary names made so far (rsync's random suffix, numbered here)
+    temporaries: int = 0
+    #: each snapshot's number → its version's files by path
+    snapshots: dict[int, dict[str, File]] = field(factory=dict)
+
+    def _key(self, session: Session, number: int, path: str) -> str:
+        return session.key("snapshots", str(number), path)
+
+    def _temporary(self, key: str) -> str:
+        self.temporaries += 1
+        folder, name = posixpath.split(key)
+        return posixpath.join(folder, f".{name}.{self.temporaries:06d}")
+
+    def backup(self, session: Session, version: Dataset, previous: Dataset | None) -> None:
+        number = version.version
+        files = version.files
+        keys = [self._key(session, number, file.path) for file in files]
+        session.head(keys)  # the generator's lstat of each destination: none exists yet
+        linked: list[tuple[str, str]] = []
+        sent: list[tuple[str, File]] = []
+        if previous is None or number - 1 not in self.snapshots:
+            sent = list(zip(keys, files, strict=True))
+        else:
+            held = self.snapshots[number - 1]
+            basis = [self._key(session, number - 1, file.path) for file in files]
+            sizes = session.head(basis)  # its lstat of the file in --link-dest
+            for key, old, file, size in zip(keys, basis, files, sizes, strict=True):
+                if size == file.size and held.get(file.path) == file:
+                    linked.append((key, old))
+                else:
+                    sent.append((key, file))
+        session.link(linked)
+        temporaries = [self._temporary(key) for key, _ in sent]
+        session.put(
+            [
+                Blob(key=temporary, segments=(Piece(version, file, 0, file.size),))
+                for temporary, (_, file) in zip(temporaries, sent, strict=True)
+            ]
+        )
+        session.rename(
+            [(key, temporary) for temporary, (key, _) in zip(temporaries, sent, strict=True)]
+        )
+        self.snapshots[number] = {file.path: file for file in files}
+
+    def restore(
+        self, session: Session, version: Dataset, held: Dataset | None, directory: Path
+    ) -> None:
+        number = version.version
+        files = version.files
+        session.listing(
+            [
+                self._key(session, number, folder).rstrip("/")
+                for folder in _folders([f.path for f in files])
+            ]
+        )
+        session.head([self._key(session, number, file.path) for file in files])
+        have = {} if held is None else {file.path: file for file in held.files}
+        wanted = [file for file in files if have.get(file.path) != file]
+        data = session.get([Read(key=self._key(session, number, file.path)) for file in wanted])
+        gone = [path for path in have if path not in {file.path for file in files}]
+        write_files(
+            directory, {file.path: body for file, body in zip(wanted, data, strict=True)}, gone
+        )
+
+
+@frozen(kw_only=True)
+class Rsnapshot(BackupMethod):
+    """rsnapshot (``link_dest 1``): full snapshot trees, unchanged files hard-linked."""
+
+    name: ClassVar[str] = "rsnapshot"
+    tool: ClassVar[str] = "rsnapshot 1.4 (link_dest 1: rsync 3.x --link-dest)"
+    protocols: ClassVar[tuple[str, ...]] = ("file", "local", "sftp", "ssh")
+    folders: ClassVar[tuple[str, ...]] = ("snapshots",)
+
+    def replay(self) -> Replay:
+        return _RsnapshotReplay()
+
+    def strategy(self, kind: StepKind) -> str:
+        if kind == "backup":
+            return (
+                "rsnapshot: a new snapshot tree; unchanged files hard-linked to the previous "
+                "snapshot, changed and new files written whole"
+            )
+        return "rsnapshot: list the snapshot, read the files the directory lacks"
