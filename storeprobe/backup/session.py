@@ -241,8 +241,8 @@ class Session:
         return found[0]
 
     def close(self, folders: Sequence[str]) -> list[Leftover]:
-        """Delete every name still written, then the folders made (deepest first) and
-        ``folders`` and the prefix itself; return what could not be deleted (untimed)."""
+        """Delete every name still written, then the folders made and ``folders``
+        (deepest first) and the prefix itself; return what could not be deleted (untimed)."""
         left = delete_names(
             self.target,
             list(self.written),
@@ -250,11 +250,7 @@ class Session:
             clock=self.clock,
             timeout=self.timeout,
         )
+        made = [*self.folders, *(self.key(f) for f in folders)]
         return left + remove_folders(
-            self.target,
-            [
-                *sorted(self.folders, key=lambda f: -f.count("/")),
-                *(self.key(f) for f in folders),
-                self.prefix,
-            ],
+            self.target, [*sorted(made, key=lambda f: -f.count("/")), self.prefix]
         )
