@@ -57,7 +57,7 @@ class DiskStep:
 
 
 def _compare(before: Scan, after: Scan, step: ToolStep) -> DiskStep:
-    inodes = {inode: size for inode, size in before.values()}
+    inodes = dict(before.values())
     # an inode of before still under one of its old names (a freed one may be reused)
     kept = {inode for name, (inode, _) in before.items() if after.get(name, (-1, 0))[0] == inode}
     new_inodes = {inode: size for inode, size in after.values() if inode not in kept}
@@ -144,7 +144,8 @@ class Pair:
 def pairs(tool: list[DiskStep], method: list[Result]) -> list[Pair]:
     backups = [r for r in method if r.operation == "backup"]
     return [
-        Pair(version=n, tool=t, method=m) for n, (t, m) in enumerate(zip(tool, backups, strict=True))
+        Pair(version=n, tool=t, method=m)
+        for n, (t, m) in enumerate(zip(tool, backups, strict=True))
     ]
 
 

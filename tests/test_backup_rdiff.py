@@ -54,7 +54,8 @@ def _side_by_side(tmp_path: Path, versions: list[Image] | list[Tree], title: str
     growth = rows[-1].method_space - rows[0].method_space
     assert growth < 0.1 * rows[0].method_space
     restores = [r for r in results if r.operation == "restore"]
-    assert restores[1].step is not None and restores[1].step.version == 0
+    assert restores[1].step is not None
+    assert restores[1].step.version == 0
 
 
 def test_image_side_by_side(tmp_path: Path) -> None:
@@ -79,10 +80,13 @@ def test_over_sftp_as_on_disk(tmp_path: Path, ssh_server: Server) -> None:
     root.mkdir(exist_ok=True)
     local = tmp_path / "local"
     local.mkdir()
-    remote = run_method(f"sftp://127.0.0.1{root}", TREES, "rdiff-backup", [0], **ssh_options(ssh_server))
+    remote = run_method(
+        f"sftp://127.0.0.1{root}", TREES, "rdiff-backup", [0], **ssh_options(ssh_server)
+    )
     disk = run_method(str(local), TREES, "rdiff-backup", [0])
     for over_ssh, on_disk in zip(remote, disk, strict=True):
-        assert over_ssh.step is not None and on_disk.step is not None
+        assert over_ssh.step is not None
+        assert on_disk.step is not None
         assert over_ssh.samples[0].requests_by_kind == on_disk.samples[0].requests_by_kind
         assert over_ssh.step.space_used == on_disk.step.space_used
     assert list(root.iterdir()) == []

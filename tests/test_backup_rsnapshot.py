@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from storeprobe import Probe
 from storeprobe.dataset import Image, Sizes, Tree
 from storeprobe.errors import ConfigurationError
-from storeprobe import Probe
 from tests.backup_tools import Rsnapshot
 from tests.conftest import ssh_options
 from tests.disk_side_by_side import pairs, run_disk_tool, run_method, table, within, workspace
@@ -68,10 +68,13 @@ def test_links_over_sftp(tmp_path: Path, ssh_server: Server) -> None:
     root.mkdir(exist_ok=True)
     local = tmp_path / "local"
     local.mkdir()
-    remote = run_method(f"sftp://127.0.0.1{root}", TREES, "rsnapshot", [2], **ssh_options(ssh_server))
+    remote = run_method(
+        f"sftp://127.0.0.1{root}", TREES, "rsnapshot", [2], **ssh_options(ssh_server)
+    )
     disk = run_method(str(local), TREES, "rsnapshot", [2])
     for over_ssh, on_disk in zip(remote, disk, strict=True):
-        assert over_ssh.step is not None and on_disk.step is not None
+        assert over_ssh.step is not None
+        assert on_disk.step is not None
         assert over_ssh.samples[0].requests_by_kind == on_disk.samples[0].requests_by_kind
         assert over_ssh.step.space_used == on_disk.step.space_used
         assert over_ssh.step.objects_stored == on_disk.step.objects_stored

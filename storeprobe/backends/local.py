@@ -2,8 +2,9 @@
 
 An upload counts until the data is on disk: each object is written with
 ``O_CREAT | O_EXCL`` and fsynced inside the timed window. A link is ``os.link``, a
-rename ``os.replace`` (a rename over an existing name replaces it, as ``rename(2)``). Before a timed download the
-files are evicted from the page cache with ``posix_fadvise(POSIX_FADV_DONTNEED)``.
+rename ``os.replace`` (a rename over an existing name replaces it, as ``rename(2)``).
+Before a timed download the files are evicted from the page cache with
+``posix_fadvise(POSIX_FADV_DONTNEED)``.
 Reads fill the buffer the probe prepared before the window. One object's upload is
 split as create (open, size) → parts (``pwrite`` at their offsets) → complete (fsync).
 

@@ -245,10 +245,7 @@ class _RdiffReplay(Replay):
             written[file.path] = ("diff", key)
         session.put(blobs)
         session.rename(
-            [
-                (session.key(file.path), key)
-                for file, key in zip(changed, temporaries, strict=True)
-            ]
+            [(session.key(file.path), key) for file, key in zip(changed, temporaries, strict=True)]
         )
         return written
 
@@ -317,12 +314,10 @@ class _RdiffReplay(Replay):
     ) -> None:
         snapshot = self._data(session, f"mirror_metadata.{now}.snapshot.gz")
         statistics = self._data(session, f"file_statistics.{now}.data.gz")
-        sizes = {path: "NA" for path in _folders([f.path for f in version.files])}
+        sizes = dict.fromkeys(_folders([f.path for f in version.files]), "NA")
         blobs = [
             Blob.of_bytes(self._data(session, f"current_mirror.{now}.data"), _PID),
-            Blob.of_bytes(
-                statistics, _gzip(statistics, _file_statistics(version, written, sizes))
-            ),
+            Blob.of_bytes(statistics, _gzip(statistics, _file_statistics(version, written, sizes))),
             Blob.of_bytes(snapshot, _gzip(snapshot, self._metadata(version))),
             Blob.of_bytes(self._data(session, f"access_control_lists.{now}.snapshot"), b""),
             Blob.of_bytes(self._data(session, f"extended_attributes.{now}.snapshot"), b""),
@@ -338,7 +333,10 @@ class _RdiffReplay(Replay):
             diff = self._data(session, f"mirror_metadata.{then}.diff.gz")
             session.put([Blob.of_bytes(diff, _gzip(diff, self._metadata_diff(previous, written)))])
             session.delete(
-                [self.metadata[previous.version], self._data(session, f"current_mirror.{then}.data")]
+                [
+                    self.metadata[previous.version],
+                    self._data(session, f"current_mirror.{then}.data"),
+                ]
             )
             self.metadata[previous.version] = diff
         self.metadata[version.version] = snapshot
@@ -371,7 +369,9 @@ class _RdiffReplay(Replay):
             folders = _folders([file.path for file in version.files])
             session.listing(
                 [
-                    self._data(session, "increments", f) if f != "." else self._data(session, "increments")
+                    self._data(session, "increments", f)
+                    if f != "."
+                    else self._data(session, "increments")
                     for f in folders
                 ]
             )

@@ -57,6 +57,8 @@ class Session:
     folders: list[str] = field(factory=list)
     #: names the session hard-linked → the number of their file (one per inode)
     links: dict[str, int] = field(factory=dict)
+    #: files numbered in ``links`` so far
+    linked_files: int = 0
 
     # -- the step ----------------------------------------------------------------------
     def take_runs(self) -> list[Run]:
@@ -155,13 +157,13 @@ class Session:
         if not pairs:
             return
         self._make_folders(name for name, _ in pairs)
-        plan = Plan(
-            phases=(tuple(Request(kind=Kind.LINK, key=n, source=e) for n, e in pairs),)
-        )
+        plan = Plan(phases=(tuple(Request(kind=Kind.LINK, key=n, source=e) for n, e in pairs),))
         for name, existing in pairs:
             self.written[name] = self.written.get(existing, 0)
-            group = self.links.setdefault(existing, len(self.links))
-            self.links[name] = group
+            if existing not in self.links:
+                self.links[existing] = self.linked_files
+                self.linked_files += 1
+            self.links[name] = self.links[existing]
         self._window(plan)
 
     def rename(self, pairs: Sequence[tuple[str, str]]) -> None:
@@ -170,9 +172,7 @@ class Session:
         if not pairs:
             return
         self._make_folders(name for name, _ in pairs)
-        plan = Plan(
-            phases=(tuple(Request(kind=Kind.RENAME, key=n, source=e) for n, e in pairs),)
-        )
+        plan = Plan(phases=(tuple(Request(kind=Kind.RENAME, key=n, source=e) for n, e in pairs),))
         for name, existing in pairs:
             self.written[name] = self.written.pop(existing, 0)
             self.links.pop(name, None)
