@@ -3,8 +3,10 @@
 Replays rsnapshot 1.4 (Debian's 1.4.5) with ``link_dest 1``, whose backup is one
 ``rsync -a --delete --numeric-ids --relative --delete-excluded
 --link-dest=<previous snapshot> SRC <new snapshot>`` (``rsnapshot -t`` prints that
-command; rsnapshot's man page, ``link_dest``: "use --link-dest instead of cp -al"), onto
-a file system the storage holds. Each backup ``k`` makes ``snapshots/<k>/<path>`` for
+command; rsnapshot's man page, ``link_dest``: "If your version of rsync supports
+--link-dest (2.5.7 or newer), you can enable this to let rsync handle some things that
+GNU cp or the built-in subroutines would otherwise do"), onto a file system the storage
+holds. Each backup ``k`` makes ``snapshots/<k>/<path>`` for
 every file of the version; the space grows by the bytes of the changed and new files
 only, but every changed file is stored whole again (a 1 % rewrite of a disk image stores
 the whole image once more).
