@@ -2,8 +2,9 @@
 
 The same versions of a disk image (``--image-size``, 1 % of its 64 KiB blocks rewritten
 per version) and of a source-shaped tree (``--tree-size``, 5 % of files changed per
-version, half of them in place) are backed up by the real tool (tests/backup_tools.py:
-rdiff-backup 2.2, rsnapshot's ``rsync -a --delete --link-dest`` step) and by the
+version, half of them in place) are backed up by the real tool (rdiff-backup 2.2 from
+tests/backup_tools.py, rsnapshot 1.4 with ``link_dest 1`` from
+tests/disk_side_by_side.py) and by the
 method (``Probe.from_url(dir).backup_restore``) on the local disk; the newest and the
 oldest version are then restored by both and checked byte for byte. Printed per tool
 and dataset: per backup, the space (``du -sb`` against ``space_used``), bytes written
@@ -25,10 +26,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from storeprobe.dataset import Dataset, Image, Tree
-from tests.backup_tools import RdiffBackup, Rsnapshot
-from tests.disk_side_by_side import pairs, run_disk_tool, run_method, table, workspace
+from tests.backup_tools import RdiffBackup
+from tests.disk_side_by_side import (
+    RealRsnapshot,
+    pairs,
+    run_disk_tool,
+    run_method,
+    table,
+    workspace,
+)
 
-TOOLS = {"rsnapshot": Rsnapshot, "rdiff-backup": RdiffBackup}
+TOOLS = {"rsnapshot": RealRsnapshot, "rdiff-backup": RdiffBackup}
 
 
 def _versions(first: Dataset, count: int) -> list[Dataset]:

@@ -1,9 +1,11 @@
 """A disk tool and its backup method side by side, step by step (rdiff-backup, rsnapshot).
 
 On a disk the storage cannot count requests, so what the tool did is read from its
-target before and after each backup (:func:`scan`): files whose inode is new were
-written (their bytes, plus the growth of files kept, are the bytes written), new names
-of inodes that existed before are hard links, names gone were deleted; with ``du -sb``
+target before and after each backup (:func:`scan`): files (by inode and mtime) that
+were not there before were written (their bytes, plus the growth of files kept, are the
+bytes written), names added to files that were there are hard links, paths gone were
+deleted, top-level directories now under another's name were moved (rsnapshot's
+rotation); with ``du -sb``
 (the space) and the regular files (objects) the harness reports. The method runs through
 ``Probe.from_url(dir).backup_restore(...)`` on the same versions; :class:`Pair` holds
 both sides of one backup step and :func:`table` renders them.
@@ -12,36 +14,120 @@ both sides of one backup step and :func:`table` renders them.
 from __future__ import annotations
 
 import os
+import shutil
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from stat import S_ISREG
 
-from attrs import frozen
+import attrs
+from attrs import define, frozen
 
 from storeprobe import Probe
 from storeprobe.dataset import Dataset
 from storeprobe.result import Result
 from tests.backup_tools import (
     RdiffBackup,
-    Rsnapshot,
     ToolStep,
     Workspace,
     check_directory,
+    du_bytes,
     materialize,
+    tree_stats,
 )
 
-Scan = dict[str, tuple[int, int]]  # relative path → (inode, size)
+Scan = dict[str, tuple[tuple[int, int], int]]  # path → ((inode, mtime in ns), size)
+
+
+@define
+class RealRsnapshot:
+    """rsnapshot itself (Debian's 1.4.5): ``rsnapshot -c CONF daily`` with ``link_dest 1``.
+
+    The configuration (tab-separated, as rsnapshot requires) keeps ``retain daily 99``
+    snapshots of ``backup SOURCE/ localhost/`` under ``path``; each backup rotates
+    ``daily.<n>`` to ``daily.<n+1>``, then runs ``rsync -a --delete --numeric-ids
+    --relative --delete-excluded --link-dest=daily.1/localhost/ SOURCE/ daily.0/localhost/``
+    (``rsnapshot -t daily`` prints it). A restore of version ``k`` copies its snapshot
+    (``rsync -a``, as a user restores from rsnapshot) into a fresh directory.
+    """
+
+    workspace: Workspace
+    source: Path
+    path: Path
+    name: str = "rsnapshot"
+    backups: int = 0
+
+    def _config(self) -> Path:
+        config = self.workspace.root / "rsnapshot.conf"
+        rows = [
+            ("config_version", "1.2"),
+            ("snapshot_root", f"{self.path}/"),
+            ("cmd_rsync", _which("rsync")),
+            ("retain", "daily", "99"),
+            ("link_dest", "1"),
+            ("lockfile", str(self.workspace.root / "rsnapshot.pid")),
+            ("backup", f"{self.source}/", "localhost/"),
+        ]
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text("".join("\t".join(row) + "\n" for row in rows))
+        return config
+
+    def _objects(self) -> int:
+        return tree_stats(self.path)[0] if self.path.exists() else 0
+
+    def _step(
+        self, action: str, version: int, before: int, seconds: float, argv: list[str]
+    ) -> ToolStep:
+        objects, file_bytes = tree_stats(self.path)
+        return ToolStep(
+            tool=self.name,
+            action=action,  # type: ignore[arg-type]
+            version=version,
+            target=f"file://{self.path}",
+            requests=None,
+            objects_before=before,
+            objects=objects,
+            space=du_bytes(self.path),
+            file_bytes=file_bytes,
+            seconds=seconds,
+            commands=(tuple(argv),),
+        )
+
+    def backup(self, dataset: Dataset) -> ToolStep:
+        argv = [_which("rsnapshot"), "-c", str(self._config()), "daily"]
+        before = self._objects()
+        _, seconds = self.workspace.run(argv)
+        self.backups += 1
+        return self._step("backup", self.backups - 1, before, seconds, argv)
+
+    def restore(self, version: int, into: Path) -> ToolStep:
+        snapshot = self.path / f"daily.{self.backups - 1 - version}" / "localhost"
+        tree = snapshot / str(self.source).lstrip("/")
+        into.mkdir(parents=True, exist_ok=True)
+        argv = [_which("rsync"), "-a", f"{tree}/", f"{into}/"]
+        before = self._objects()
+        _, seconds = self.workspace.run(argv)
+        return self._step("restore", version, before, seconds, argv)
+
+
+def _which(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        raise RuntimeError(f"{name} is not installed: run tests/setup.sh (apt)")
+    return found
 
 
 def scan(root: Path) -> Scan:
-    """Every regular file under ``root``: its inode and size."""
+    """Every regular file under ``root``: its identity (inode and mtime: a freed inode
+    the file system reuses for a new file has another mtime) and its size."""
     found: Scan = {}
     for directory, _, names in os.walk(root):
         for name in names:
             path = Path(directory) / name
             stat = path.lstat()
             if S_ISREG(stat.st_mode):
-                found[path.relative_to(root).as_posix()] = (stat.st_ino, stat.st_size)
+                identity = (stat.st_ino, stat.st_mtime_ns)
+                found[path.relative_to(root).as_posix()] = (identity, stat.st_size)
     return found
 
 
@@ -50,34 +136,43 @@ class DiskStep:
     """One backup by the tool: the harness's step and what its target shows changed."""
 
     step: ToolStep
-    created: int  # files with a new inode (or one freed in the step and reused)
+    created: int  # files that were not there before (by inode and mtime)
     written: int  # their bytes, plus the growth of files kept
-    linked: int  # new names of inodes that were there before
-    deleted: int  # names gone
+    linked: int  # names added to files that were there before (hard links)
+    deleted: int  # paths that were there before and are not any more
+    #: top-level directories now under the name of another before (rsnapshot's rotation)
+    moved_folders: int = 0
+
+
+def _top_folders(root: Path) -> dict[str, int]:
+    """The directories right under ``root``: name → inode."""
+    if not root.exists():
+        return {}
+    return {entry.name: entry.inode() for entry in os.scandir(root) if entry.is_dir()}
 
 
 def _compare(before: Scan, after: Scan, step: ToolStep) -> DiskStep:
-    inodes = dict(before.values())
-    # an inode of before still under one of its old names (a freed one may be reused)
-    kept = {inode for name, (inode, _) in before.items() if after.get(name, (-1, 0))[0] == inode}
-    new_inodes = {inode: size for inode, size in after.values() if inode not in kept}
-    grown = sum(
-        max(0, size - inodes[inode])
-        for name, (inode, size) in after.items()
-        if name in before and before[name][0] == inode
+    sizes = {identity: size for identity, size in before.values()}
+    names_before = Counter(identity for identity, _ in before.values())
+    names_after = Counter(identity for identity, _ in after.values())
+    new = {identity: size for identity, size in after.values() if identity not in sizes}
+    grown = sum(max(0, size - sizes[i]) for i, size in after.values() if i in sizes)
+    linked = sum(
+        max(0, count - names_before[identity])
+        for identity, count in names_after.items()
+        if identity in sizes
     )
-    linked = sum(1 for name, (inode, _) in after.items() if name not in before and inode in kept)
     return DiskStep(
         step=step,
-        created=len(new_inodes),
-        written=sum(new_inodes.values()) + grown,
+        created=len(new),
+        written=sum(new.values()) + grown,
         linked=linked,
         deleted=sum(1 for name in before if name not in after),
     )
 
 
 def run_disk_tool(
-    tool: RdiffBackup | Rsnapshot,
+    tool: RdiffBackup | RealRsnapshot,
     versions: Sequence[Dataset],
     source: Path,
     restore_dir: Path,
@@ -89,8 +184,14 @@ def run_disk_tool(
     for version in versions:
         materialize(version, source)
         before = scan(tool.path) if tool.path.exists() else {}
+        folders = _top_folders(tool.path)
         step = tool.backup(version)
-        backups.append(_compare(before, scan(tool.path), step))
+        moved = sum(
+            1
+            for name, inode in _top_folders(tool.path).items()
+            if any(inode == old and name != was for was, old in folders.items())
+        )
+        backups.append(attrs.evolve(_compare(before, scan(tool.path), step), moved_folders=moved))
     restores: list[ToolStep] = []
     for k in restore:
         into = restore_dir / str(k)
@@ -159,7 +260,7 @@ def table(title: str, rows: list[Pair]) -> str:
     lines = [
         f"{title}",
         "| backup | space tool / method (B) | written tool / method (B) | files tool / method "
-        "| created · linked · deleted (tool) | requests (method) |",
+        "| created · linked · deleted · folders moved (tool) | requests (method) |",
         "|---|---|---|---|---|---|",
     ]
     for row in rows:
@@ -168,7 +269,8 @@ def table(title: str, rows: list[Pair]) -> str:
             f"| {row.version + 1} | {row.tool.step.space:,} / {row.method_space:,} "
             f"| {row.tool.written:,} / {row.method_written:,} "
             f"| {row.tool.step.objects} / {row.method_objects} "
-            f"| {row.tool.created} · {row.tool.linked} · {row.tool.deleted} | {kinds} |"
+            f"| {row.tool.created} · {row.tool.linked} · {row.tool.deleted} "
+            f"· {row.tool.moved_folders} | {kinds} |"
         )
     return "\n".join(lines)
 

@@ -2,7 +2,7 @@
 # Install everything the test suite needs on a fresh machine: the package with its test
 # tools (pip), the Azure emulator Azurite (npm, into ./node_modules), OpenSSH's sshd,
 # iproute2, e2fsprogs, Chromium, librsync2 and rdiff, and the backup tools restic,
-# rdiff-backup, duplicity and rsync (apt). The servers themselves are started and stopped
+# rdiff-backup, duplicity, rsync and rsnapshot (apt). The servers themselves are started and stopped
 # by the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +24,7 @@ ldconfig -p | grep 'librsync\.so\.2' >/dev/null || missing+=(librsync2)
 command -v rdiff >/dev/null || missing+=(rdiff)
 # the real backup tools the backup methods are proven against (tests/backup_tools.py);
 # duplicity's boto3+s3:// backend imports boto3 from Debian's /usr/bin/python3
-for tool in restic rdiff-backup duplicity rsync; do
+for tool in restic rdiff-backup duplicity rsync rsnapshot; do
   command -v "$tool" >/dev/null || missing+=("$tool")
 done
 /usr/bin/python3 -c 'import boto3' 2>/dev/null || missing+=(python3-boto3)

@@ -1,10 +1,12 @@
 """The ``rsnapshot`` method beside rsnapshot's own rsync step, on the same versions.
 
-The tool (``rsync -a --delete --link-dest``, tests/backup_tools.py's :class:`Rsnapshot`)
-and the method run on the local disk; per backup: space (``du -sb`` against
+rsnapshot itself (Debian's 1.4.5, ``link_dest 1``: rotation, then ``rsync -a --delete
+--link-dest``; tests/disk_side_by_side.py's :class:`RealRsnapshot`) and the method run
+on the local disk; per backup: space (``du -sb`` against
 ``space_used``) within 10 %, bytes written (new inodes on the tool's target against the
 method's bytes sent) within 10 %, files within 30 % or 3, and the tool's hard links
-against the method's LINK requests, whole files written against its PUTs (on a disk the
+against the method's LINK requests, whole files written against its PUTs, snapshots
+rotated and files written against its RENAMEs (on a disk the
 tool's requests cannot be counted by a server: its target's inodes before and after each
 step show what it created and linked). Over SFTP (sshd) the method makes the same links
 (OpenSSH's hardlink extension) and counts the same space.
@@ -19,9 +21,16 @@ import pytest
 from storeprobe import Probe
 from storeprobe.dataset import Image, Sizes, Tree
 from storeprobe.errors import ConfigurationError
-from tests.backup_tools import Rsnapshot
 from tests.conftest import ssh_options
-from tests.disk_side_by_side import pairs, run_disk_tool, run_method, table, within, workspace
+from tests.disk_side_by_side import (
+    RealRsnapshot,
+    pairs,
+    run_disk_tool,
+    run_method,
+    table,
+    within,
+    workspace,
+)
 from tests.servers import Server
 
 IMAGE = Image.create("8MiB", block_size="64KiB", seed=5)
@@ -33,7 +42,7 @@ TREES.append(TREES[-1].evolve(rewrite=0.5, seed=2))
 
 
 def _side_by_side(tmp_path: Path, versions: list[Image] | list[Tree], title: str) -> None:
-    tool = Rsnapshot(workspace(tmp_path), tmp_path / "source", tmp_path / "rsnapshot")
+    tool = RealRsnapshot(workspace(tmp_path), tmp_path / "source", tmp_path / "rsnapshot")
     steps, _ = run_disk_tool(tool, versions, tmp_path / "source", tmp_path / "out", [2, 0])
     target = tmp_path / "method"
     target.mkdir()
@@ -48,6 +57,8 @@ def _side_by_side(tmp_path: Path, versions: list[Image] | list[Tree], title: str
         assert within(row.method_objects, row.tool.step.objects, 0.30, 3), row
         assert kinds.get("link", 0) == row.tool.linked, row
         assert kinds.get("put", 0) == row.tool.created, row
+        # each written file renamed into place, each snapshot held rotated
+        assert kinds.get("rename", 0) == row.tool.created + row.tool.moved_folders, row
     # the finding: every backup after the first stores each changed file whole again
     assert rows[-1].method_space > 2.5 * rows[0].method_space or isinstance(versions[0], Tree)
 

@@ -6,8 +6,9 @@ Replays rsnapshot 1.4 (Debian's 1.4.5) with ``link_dest 1``, whose backup is one
 command; rsnapshot's man page, ``link_dest``: "If your version of rsync supports
 --link-dest (2.5.7 or newer), you can enable this to let rsync handle some things that
 GNU cp or the built-in subroutines would otherwise do"), onto a file system the storage
-holds. Each backup ``k`` makes ``snapshots/<k>/<path>`` for
-every file of the version; the space grows by the bytes of the changed and new files
+holds. Each backup first rotates the snapshots held (``mv daily.1 daily.2``, then
+``mv daily.0 daily.1``: one RENAME each, oldest first, one at a time), then makes
+``snapshots/daily.0/<path>`` for every file of the version; the space grows by the bytes of the changed and new files
 only, but every changed file is stored whole again (a 1 % rewrite of a disk image stores
 the whole image once more).
 
@@ -26,15 +27,15 @@ here (rsync 3.5.0, local copy, so ``--whole-file``):
   ``.<name>.<random>`` beside it and renames it into place (one PUT of the whole file,
   one RENAME).
 
-A restore of version ``k`` is ``rsync -a --delete snapshots/<k>/ DIR/``: the sender
+A restore of version ``k`` is ``rsync -a --delete snapshots/daily.<n>/ DIR/`` (``n``
+backups after it): the sender
 lists each directory of the snapshot and ``lstat``\\ s each file (one LIST per
 directory, one HEAD per file), then the files the directory lacks or holds at another
 size or mtime (generation) are read whole (one GET each; a local copy never sends
 deltas) and files the version lacks are deleted from the directory.
 
-Left out: rsnapshot's rotation (with ``link_dest 1``, one ``mv`` per retained snapshot
-before the rsync, oldest first, and ``rm -rf`` of the one past ``retain``; here the
-snapshots keep their numbers, as in the side-by-side harness), its lock file and the
+Left out: the ``rm -rf`` of the snapshot past ``retain`` (here ``retain`` is at least
+the scenario's versions: every one stays restorable), rsnapshot's lock file and the
 ``touch`` of the new snapshot; rsync's ``chmod`` and ``utimensat`` after each write and
 per directory (metadata requests with no kind here); the sender's reads of the source
 disk and rsync's checksums; a remote rsync's delta transfer over ssh (the receiver still
@@ -58,6 +59,8 @@ from storeprobe.restore import write_files
 
 __all__ = ["Rsnapshot"]
 
+_INTERVAL = "daily"  # the snapshots' interval name (``retain daily N``)
+
 
 def _folders(paths: list[str]) -> list[str]:
     """Every directory of ``paths`` (relative, ``/``-separated), the root ``""`` first."""
@@ -76,11 +79,12 @@ def _folders(paths: list[str]) -> list[str]:
 class _RsnapshotReplay(Replay):
     #: temporary names made so far (rsync's random suffix, numbered here)
     temporaries: int = 0
-    #: each snapshot's number → its version's files by path
-    snapshots: dict[int, dict[str, File]] = field(factory=dict)
+    #: the snapshots held, newest first (``daily.0``, ``daily.1``...): each one's
+    #: version number and files by path
+    held: list[tuple[int, dict[str, File]]] = field(factory=list)
 
-    def _key(self, session: Session, number: int, path: str) -> str:
-        return session.key("snapshots", str(number), path)
+    def _key(self, session: Session, index: int, path: str = "") -> str:
+        return session.key("snapshots", f"{_INTERVAL}.{index}", path).rstrip("/")
 
     def _temporary(self, key: str) -> str:
         self.temporaries += 1
@@ -88,20 +92,21 @@ class _RsnapshotReplay(Replay):
         return posixpath.join(folder, f".{name}.{self.temporaries:06d}")
 
     def backup(self, session: Session, version: Dataset, previous: Dataset | None) -> None:
-        number = version.version
+        for index in range(len(self.held) - 1, -1, -1):  # rotation, oldest first, one by one
+            session.rename([(self._key(session, index + 1), self._key(session, index))])
         files = version.files
-        keys = [self._key(session, number, file.path) for file in files]
+        keys = [self._key(session, 0, file.path) for file in files]
         session.head(keys)  # the generator's lstat of each destination: none exists yet
         linked: list[tuple[str, str]] = []
         sent: list[tuple[str, File]] = []
-        if previous is None or number - 1 not in self.snapshots:
+        if not self.held:
             sent = list(zip(keys, files, strict=True))
         else:
-            held = self.snapshots[number - 1]
-            basis = [self._key(session, number - 1, file.path) for file in files]
+            _, before = self.held[0]
+            basis = [self._key(session, 1, file.path) for file in files]
             sizes = session.head(basis)  # its lstat of the file in --link-dest
             for key, old, file, size in zip(keys, basis, files, sizes, strict=True):
-                if size == file.size and held.get(file.path) == file:
+                if size == file.size and before.get(file.path) == file:
                     linked.append((key, old))
                 else:
                     sent.append((key, file))
@@ -116,23 +121,20 @@ class _RsnapshotReplay(Replay):
         session.rename(
             [(key, temporary) for temporary, (key, _) in zip(temporaries, sent, strict=True)]
         )
-        self.snapshots[number] = {file.path: file for file in files}
+        self.held.insert(0, (version.version, {file.path: file for file in files}))
 
     def restore(
         self, session: Session, version: Dataset, held: Dataset | None, directory: Path
     ) -> None:
-        number = version.version
+        (index,) = [i for i, (number, _) in enumerate(self.held) if number == version.version]
         files = version.files
         session.listing(
-            [
-                self._key(session, number, folder).rstrip("/")
-                for folder in _folders([f.path for f in files])
-            ]
+            [self._key(session, index, folder) for folder in _folders([f.path for f in files])]
         )
-        session.head([self._key(session, number, file.path) for file in files])
+        session.head([self._key(session, index, file.path) for file in files])
         have = {} if held is None else {file.path: file for file in held.files}
         wanted = [file for file in files if have.get(file.path) != file]
-        data = session.get([Read(key=self._key(session, number, file.path)) for file in wanted])
+        data = session.get([Read(key=self._key(session, index, file.path)) for file in wanted])
         gone = [path for path in have if path not in {file.path for file in files}]
         write_files(
             directory, {file.path: body for file, body in zip(wanted, data, strict=True)}, gone

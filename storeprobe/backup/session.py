@@ -168,17 +168,32 @@ class Session:
 
     def rename(self, pairs: Sequence[tuple[str, str]]) -> None:
         """One rename per ``(name, existing)`` pair, ≤ ``streams`` at once: ``existing``
-        moves to ``name``, replacing what ``name`` was (file systems only)."""
+        (a file, or a folder with everything in it) moves to ``name``, replacing the
+        file ``name`` was (file systems only)."""
         if not pairs:
             return
         self._make_folders(name for name, _ in pairs)
         plan = Plan(phases=(tuple(Request(kind=Kind.RENAME, key=n, source=e) for n, e in pairs),))
         for name, existing in pairs:
-            self.written[name] = self.written.pop(existing, 0)
-            self.links.pop(name, None)
-            if existing in self.links:
-                self.links[name] = self.links.pop(existing)
+            if existing in self.written:
+                self.written[name] = self.written.pop(existing)
+                self.links.pop(name, None)
+                if existing in self.links:
+                    self.links[name] = self.links.pop(existing)
+            else:
+                self._move_folder(existing, name)
         self._window(plan)
+
+    def _move_folder(self, old: str, new: str) -> None:
+        """Keep the names under folder ``old`` (written, linked, made) under ``new``."""
+        inside = old + "/"
+
+        def moved(key: str) -> str:
+            return new + key[len(old) :] if key == old or key.startswith(inside) else key
+
+        self.written = {moved(key): size for key, size in self.written.items()}
+        self.links = {moved(key): group for key, group in self.links.items()}
+        self.folders = [moved(folder) for folder in self.folders]
 
     # -- untimed housekeeping -----------------------------------------------------------
     def _make_folders(self, keys: object) -> None:
