@@ -152,7 +152,7 @@ def _top_folders(root: Path) -> dict[str, int]:
 
 
 def _compare(before: Scan, after: Scan, step: ToolStep) -> DiskStep:
-    sizes = {identity: size for identity, size in before.values()}
+    sizes = dict(before.values())
     names_before = Counter(identity for identity, _ in before.values())
     names_after = Counter(identity for identity, _ in after.values())
     new = {identity: size for identity, size in after.values() if identity not in sizes}

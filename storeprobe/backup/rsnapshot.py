@@ -1,16 +1,16 @@
 """``rsnapshot``: every version a full tree, unchanged files hard links to the one before.
 
-Replays rsnapshot 1.4 (Debian's 1.4.5) with ``link_dest 1``, whose backup is one
-``rsync -a --delete --numeric-ids --relative --delete-excluded
---link-dest=<previous snapshot> SRC <new snapshot>`` (``rsnapshot -t`` prints that
+Replays rsnapshot 1.4 (Debian's 1.4.5) with ``link_dest 1`` (and ``retain daily N``),
+whose backup is a rotation, then one ``rsync -a --delete --numeric-ids --relative
+--delete-excluded --link-dest=<previous snapshot> SRC <new snapshot>`` (``rsnapshot -t`` prints that
 command; rsnapshot's man page, ``link_dest``: "If your version of rsync supports
 --link-dest (2.5.7 or newer), you can enable this to let rsync handle some things that
 GNU cp or the built-in subroutines would otherwise do"), onto a file system the storage
 holds. Each backup first rotates the snapshots held (``mv daily.1 daily.2``, then
 ``mv daily.0 daily.1``: one RENAME each, oldest first, one at a time), then makes
-``snapshots/daily.0/<path>`` for every file of the version; the space grows by the bytes of the changed and new files
-only, but every changed file is stored whole again (a 1 % rewrite of a disk image stores
-the whole image once more).
+``snapshots/daily.0/<path>`` for every file of the version; the space grows by the
+bytes of the changed and new files only, but every changed file is stored whole again (a
+1 % rewrite of a disk image stores the whole image once more).
 
 What each backup asks of the storage, as ``strace -f`` shows rsync 3.x's receiver doing
 here (rsync 3.5.0, local copy, so ``--whole-file``):
@@ -28,11 +28,11 @@ here (rsync 3.5.0, local copy, so ``--whole-file``):
   one RENAME).
 
 A restore of version ``k`` is ``rsync -a --delete snapshots/daily.<n>/ DIR/`` (``n``
-backups after it): the sender
-lists each directory of the snapshot and ``lstat``\\ s each file (one LIST per
-directory, one HEAD per file), then the files the directory lacks or holds at another
-size or mtime (generation) are read whole (one GET each; a local copy never sends
-deltas) and files the version lacks are deleted from the directory.
+backups after it): the sender lists each directory of the snapshot and ``lstat``\\ s
+each file (one LIST per directory, one HEAD per file), then the files the directory
+lacks or holds at another size or mtime (generation) are read whole (one GET each; a
+local copy never sends deltas) and files the version lacks are deleted from the
+directory.
 
 Left out: the ``rm -rf`` of the snapshot past ``retain`` (here ``retain`` is at least
 the scenario's versions: every one stays restorable), rsnapshot's lock file and the
