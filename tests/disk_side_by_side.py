@@ -14,6 +14,7 @@ both sides of one backup step and :func:`table` renders them.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections import Counter
 from collections.abc import Sequence
@@ -30,6 +31,7 @@ from tests.backup_tools import (
     RdiffBackup,
     ToolStep,
     Workspace,
+    backup_time,
     check_directory,
     du_bytes,
     materialize,
@@ -100,14 +102,83 @@ class RealRsnapshot:
         self.backups += 1
         return self._step("backup", self.backups - 1, before, seconds, argv)
 
+    def snapshot(self, version: int) -> Path:
+        """Where the files of ``version`` are (rsnapshot's ``--relative`` layout)."""
+        held = self.path / f"daily.{self.backups - 1 - version}" / "localhost"
+        return held / str(self.source).lstrip("/")
+
     def restore(self, version: int, into: Path) -> ToolStep:
-        snapshot = self.path / f"daily.{self.backups - 1 - version}" / "localhost"
-        tree = snapshot / str(self.source).lstrip("/")
         into.mkdir(parents=True, exist_ok=True)
-        argv = [_which("rsync"), "-a", f"{tree}/", f"{into}/"]
+        argv = [_which("rsync"), "-a", f"{self.snapshot(version)}/", f"{into}/"]
         before = self._objects()
         _, seconds = self.workspace.run(argv)
         return self._step("restore", version, before, seconds, argv)
+
+
+@frozen(kw_only=True)
+class Reads:
+    """What a tool's restore read from its target, as ``strace -f`` saw it: the files it
+    opened for reading (directories apart) and the bytes its reads of them returned."""
+
+    files: int
+    nbytes: int
+    seconds: float
+
+
+_OPEN = re.compile(r'openat\(.*?"(?P<path>[^"]*)", (?P<flags>[A-Z_|]+)[,)].*= \d+<(?P<real>[^>]*)>')
+_READ = re.compile(r"\b(?:read|pread64)\(\d+<(?P<path>[^>]*)>.*= (?P<count>\d+)$")
+
+
+def traced_reads(workspace: Workspace, argv: Sequence[str], target: Path) -> Reads:
+    """Run ``argv`` under ``strace -ff`` (one log per process, so no call is split) and
+    count its reads of files under ``target``."""
+    logs = workspace.root / "strace"
+    shutil.rmtree(logs, ignore_errors=True)
+    logs.mkdir(parents=True)
+    traced = [_which("strace"), "-ff", "-qq", "-y", "-e", "trace=openat,read,pread64"]
+    _, seconds = workspace.run([*traced, "-o", str(logs / "log"), *argv])
+    root = str(target.resolve()) + "/"
+    opened: set[str] = set()
+    nbytes = 0
+    for log in logs.iterdir():
+        for line in log.read_text(errors="replace").splitlines():
+            found = _OPEN.search(line)
+            if found and found["real"].startswith(root):
+                flags = found["flags"]
+                if not {"O_DIRECTORY", "O_WRONLY", "O_RDWR"} & set(flags.split("|")):
+                    opened.add(found["real"])
+                continue
+            read = _READ.search(line)
+            if read and read["path"].startswith(root):
+                nbytes += int(read["count"])
+    shutil.rmtree(logs)
+    return Reads(files=len(opened), nbytes=nbytes, seconds=seconds)
+
+
+def restore_traced(
+    tool: RdiffBackup | RealRsnapshot,
+    versions: Sequence[Dataset],
+    restore: Sequence[int],
+    into: Path,
+) -> list[Reads]:
+    """Restore ``restore`` in order into ``into`` with ``tool``, each traced and checked
+    byte for byte: rsnapshot's first into an empty directory, each next one over it
+    (``rsync -a --delete`` skips what the directory holds); rdiff-backup's each into an
+    empty directory (it restores a whole tree whatever the directory holds, and warns
+    about a directory that is not empty)."""
+    found: list[Reads] = []
+    for k in restore:
+        if isinstance(tool, RealRsnapshot):
+            into.mkdir(parents=True, exist_ok=True)
+            argv = [_which("rsync"), "-a", "--delete", f"{tool.snapshot(k)}/", f"{into}/"]
+        else:
+            shutil.rmtree(into, ignore_errors=True)
+            at = str(backup_time(k))
+            argv = [_which("rdiff-backup"), "restore", "--at", at, str(tool.path), str(into)]
+        found.append(traced_reads(tool.workspace, argv, tool.path))
+        problems = check_directory(versions[k], into)
+        assert not problems, problems
+    return found
 
 
 def _which(name: str) -> str:
@@ -177,9 +248,9 @@ def run_disk_tool(
     source: Path,
     restore_dir: Path,
     restore: Sequence[int],
-) -> tuple[list[DiskStep], list[ToolStep]]:
+) -> tuple[list[DiskStep], list[Reads]]:
     """Back up each version with ``tool`` (scanning its target around each), then
-    restore ``restore`` (each into a fresh directory, checked byte for byte)."""
+    restore ``restore`` into ``restore_dir`` (:func:`restore_traced`)."""
     backups: list[DiskStep] = []
     for version in versions:
         materialize(version, source)
@@ -192,14 +263,7 @@ def run_disk_tool(
             if any(inode == old and name != was for was, old in folders.items())
         )
         backups.append(attrs.evolve(_compare(before, scan(tool.path), step), moved_folders=moved))
-    restores: list[ToolStep] = []
-    for k in restore:
-        into = restore_dir / str(k)
-        step = tool.restore(k, into)
-        problems = check_directory(versions[k], into)
-        assert not problems, problems
-        restores.append(step)
-    return backups, restores
+    return backups, restore_traced(tool, versions, restore, restore_dir)
 
 
 def run_method(
@@ -271,6 +335,25 @@ def table(title: str, rows: list[Pair]) -> str:
             f"| {row.tool.step.objects} / {row.method_objects} "
             f"| {row.tool.created} · {row.tool.linked} · {row.tool.deleted} "
             f"· {row.tool.moved_folders} | {kinds} |"
+        )
+    return "\n".join(lines)
+
+
+def restore_table(title: str, order: Sequence[int], tool: list[Reads], method: list[Result]) -> str:
+    """A markdown table: per restore, the files and bytes the tool read, and the
+    method's reads."""
+    restores = [r for r in method if r.operation == "restore"]
+    lines = [
+        title,
+        "| restore | files read tool / method | bytes read tool / method | requests (method) |",
+        "|---|---|---|---|",
+    ]
+    for k, reads, result in zip(order, tool, restores, strict=True):
+        sample = result.samples[0]
+        kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(sample.requests_by_kind.items()))
+        lines.append(
+            f"| v{k} | {reads.files} / {sample.requests_by_kind.get('get', 0)} "
+            f"| {reads.nbytes:,} / {sample.bytes_received:,} | {kinds} |"
         )
     return "\n".join(lines)
 

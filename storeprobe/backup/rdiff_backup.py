@@ -41,15 +41,17 @@ system check; ``rdiffbackup/meta/stdattr.py``: the metadata records):
 - each session checks the file system's abilities in ``rdiff-backup-data/
   rdiff-backup.tmp.0``: about a dozen empty files written, one hard link, all deleted.
 
-A restore of the newest version reads the mirror metadata, then every mirror file. One
-of an older version ``k`` also reads the metadata diffs back to ``k`` and lists the
-increments' directories; per file it reads the mirror's copy and every ``.diff.gz`` from
-the newest back to ``k``, applied newest first (librsync patches,
-:func:`storeprobe.delta.patch`); where a ``.snapshot.gz`` lies on the way back (the file
-was deleted and came back), that copy is the base and nothing newer is read
-(``set_relevant_incs``). Restores
-write every file of the version (rdiff-backup restores a whole tree; it skips nothing
-the directory holds).
+A restore of version ``k`` first reads ``chars_to_quote``, ``special_escapes``, the
+newest mirror metadata and the ACL and EA snapshots of ``k`` (as ``strace`` shows the
+tool doing); the newest version is then every mirror file, read whole. An older one
+also reads the metadata diffs back to ``k`` and lists the increments' directories; per
+file it reads every ``.diff.gz`` from the newest back to ``k`` and, of the mirror's
+copy, only the ranges the newest delta copies (librsync's patch reads its basis through
+a copy callback, at the delta's COPY commands: one ranged read per run of copied
+blocks), and applies them newest first (:func:`storeprobe.delta.patch`); where a
+``.snapshot.gz`` lies on the way back (the file was deleted and came back), that copy is
+the base and nothing newer is read (``set_relevant_incs``). Restores write every file of
+the version (rdiff-backup restores a whole tree; it skips nothing the directory holds).
 
 Left out: rdiff-backup's appends to ``backup.log`` after the first session (a line of
 about 80 bytes each), its ``chmod``, ``utime`` and ``fsync`` calls and per-file
@@ -67,6 +69,7 @@ import gzip
 import hashlib
 import io
 import posixpath
+from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -117,6 +120,41 @@ def _gzip(name: str, data: bytes) -> bytes:
     with gzip.GzipFile(name, "wb", 9, out, mtime=0) as handle:
         handle.write(data)
     return out.getvalue()
+
+
+_WIDTHS = (1, 2, 4, 8)
+
+
+def _copies(data: bytes) -> list[tuple[int, int]]:
+    """The ``(start, length)`` of each COPY command of a librsync delta: the ranges of the
+    basis a patch reads (librsync's ``prototab.c`` opcodes: 0x01–0x40 literal of that
+    length, 0x41–0x44 literal with a 1/2/4/8-byte length, 0x45–0x54 copy with 1/2/4/8-byte
+    start and length, 0x00 the end; numbers big-endian)."""
+    at = 4  # after the magic
+    found: list[tuple[int, int]] = []
+    while at < len(data):
+        op = data[at]
+        at += 1
+        if op == 0:
+            break
+        if op <= 0x40:
+            at += op
+        elif op <= 0x44:
+            width = _WIDTHS[op - 0x41]
+            at += width + int.from_bytes(data[at : at + width], "big")
+        elif op <= 0x54:
+            start_width, length_width = _WIDTHS[(op - 0x45) // 4], _WIDTHS[(op - 0x45) % 4]
+            start = int.from_bytes(data[at : at + start_width], "big")
+            at += start_width
+            length = int.from_bytes(data[at : at + length_width], "big")
+            at += length_width
+            if found and found[-1][0] + found[-1][1] == start:
+                found[-1] = (found[-1][0], found[-1][1] + length)
+            else:
+                found.append((start, length))
+        else:
+            raise OSError(f"not a librsync delta command: 0x{op:02x}")
+    return found
 
 
 def _folders(paths: list[str]) -> list[str]:
@@ -369,7 +407,16 @@ class _RdiffReplay(Replay):
         self, session: Session, version: Dataset, held: Dataset | None, directory: Path
     ) -> None:
         k = version.version
-        session.get([Read(key=self.metadata[self.latest])])
+        stamp = _stamp(k)
+        session.get(
+            [
+                Read(key=self._data(session, "chars_to_quote")),
+                Read(key=self._data(session, "special_escapes")),
+                Read(key=self.metadata[self.latest]),
+                Read(key=self._data(session, f"access_control_lists.{stamp}.snapshot")),
+                Read(key=self._data(session, f"extended_attributes.{stamp}.snapshot")),
+            ]
+        )
         if k < self.latest:
             session.get([Read(key=self.metadata[j]) for j in range(self.latest - 1, k - 1, -1)])
             folders = _folders([file.path for file in version.files])
@@ -401,18 +448,46 @@ class _RdiffReplay(Replay):
                 raise OSError(f"no increment of {file.path} reaches version {k}")
             bases[file.path] = base
             chains[file.path] = diffs
-        paths = list(bases)
-        data = session.get([Read(key=bases[path][0]) for path in paths])
-        wanted = [key for path in paths for key in chains[path]]
+        wanted = [key for path in bases for key in chains[path]]
         fetched = dict(zip(wanted, session.get([Read(key=key) for key in wanted]), strict=True))
+        whole = [path for path in bases if bases[path][1] or not chains[path]]
+        data = dict(zip(whole, session.get([Read(key=bases[p][0]) for p in whole]), strict=True))
+        # a mirror file under a delta: the patch reads only the ranges the delta copies
+        ranged = [path for path in bases if path not in data]
+        deltas = {path: gzip.decompress(fetched[chains[path][0]]) for path in ranged}
+        spans = {path: _copies(deltas[path]) for path in ranged}
+        reads = [
+            Read(key=bases[path][0], start=start, stop=start + length)
+            for path in ranged
+            for start, length in spans[path]
+        ]
+        pieces = iter(session.get(reads))
         restored: dict[str, bytes] = {}
-        for path, body in zip(paths, data, strict=True):
-            content = gzip.decompress(body) if bases[path][1] else body
-            for key in chains[path]:
+        for path in bases:
+            if path in data:
+                content = gzip.decompress(data[path]) if bases[path][1] else data[path]
+                later = chains[path]
+            else:
+                content = _patch_from(spans[path], pieces, deltas[path])
+                later = chains[path][1:]
+            for key in later:
                 content = delta.patch(content, gzip.decompress(fetched[key]))
             restored[path] = content
         gone = [] if held is None else [f.path for f in held.files if f.path not in restored]
         write_files(directory, restored, gone)
+
+
+def _patch_from(spans: list[tuple[int, int]], pieces: Iterator[bytes], data: bytes) -> bytes:
+    """``data`` (a delta) applied to a basis of which only ``spans`` were read (their
+    bytes the next of ``pieces``); the rest of the basis is never copied from."""
+    size = max((start + length for start, length in spans), default=0)
+    basis = bytearray(size)
+    for start, length in spans:
+        piece = next(pieces)
+        if len(piece) != length:
+            raise OSError(f"a ranged read returned {len(piece)} bytes, expected {length}")
+        basis[start : start + length] = piece
+    return delta.patch(bytes(basis), data)
 
 
 def _file_statistics(
@@ -455,6 +530,7 @@ class RdiffBackup(BackupMethod):
     tool: ClassVar[str] = "rdiff-backup 2.2"
     protocols: ClassVar[tuple[str, ...]] = ("file", "local", "sftp", "ssh")
     folders: ClassVar[tuple[str, ...]] = (_DATA, f"{_DATA}/increments")
+    ranged_reads: ClassVar[bool] = True
 
     def replay(self) -> Replay:
         return _RdiffReplay()
