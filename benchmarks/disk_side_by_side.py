@@ -4,13 +4,14 @@ The same versions of a disk image (``--image-size``, 1 % of its 64 KiB blocks re
 per version) and of a source-shaped tree (``--tree-size``, 5 % of files changed per
 version, half of them in place) are backed up by the real tool (rdiff-backup 2.2 from
 tests/backup_tools.py, rsnapshot 1.4 with ``link_dest 1`` from
-tests/disk_side_by_side.py) and by the
-method (``Probe.from_url(dir).backup_restore``) on the local disk; the newest and the
-oldest version are then restored by both and checked byte for byte. Printed per tool
-and dataset: per backup, the space (``du -sb`` against ``space_used``), bytes written
-(new inodes and growth on the tool's target against the method's bytes sent), files,
-what the tool created, linked and deleted (its target's inodes before and after) and the
-method's requests by kind (tests/disk_side_by_side.py).
+tests/disk_side_by_side.py) and by the method (``Probe.from_url(dir).backup_restore``)
+on the local disk; the newest and the oldest version are then restored by both and
+checked byte for byte (the tool's restores traced with ``strace``). Printed per tool and
+dataset: per backup, the space (``du -sb`` against ``space_used``), bytes written (new
+files and growth on the tool's target against the method's bytes sent), files, what the
+tool created, linked, deleted and rotated (its target before and after) and the
+method's requests by kind; per restore, the files and bytes the tool read from its
+target against the method's GETs and bytes received (tests/disk_side_by_side.py).
 
     python benchmarks/disk_side_by_side.py [--image-size 128MiB] [--tree-size 64MiB]
         [--versions 3] [--methods rsnapshot rdiff-backup]
@@ -30,6 +31,7 @@ from tests.backup_tools import RdiffBackup
 from tests.disk_side_by_side import (
     RealRsnapshot,
     pairs,
+    restore_table,
     run_disk_tool,
     run_method,
     table,
@@ -68,10 +70,13 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as work:
                 root = Path(work)
                 tool = TOOLS[method](workspace(root), root / "source", root / "tool")
-                steps, _ = run_disk_tool(tool, versions, root / "source", root / "out", [last, 0])
+                order = [last, 0]
+                steps, reads = run_disk_tool(tool, versions, root / "source", root / "out", order)
                 (root / "method").mkdir()
-                results = run_method(str(root / "method"), versions, method, [last, 0])
-            print(table(f"\n{method}, {label}, tool / method", pairs(steps, results)))
+                results = run_method(str(root / "method"), versions, method, order)
+            title = f"\n{method}, {label}, tool / method"
+            print(table(title, pairs(steps, results)))
+            print(restore_table(title, order, reads, results), flush=True)
 
 
 if __name__ == "__main__":

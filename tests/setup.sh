@@ -28,6 +28,8 @@ for tool in restic rdiff-backup duplicity rsync rsnapshot; do
   command -v "$tool" >/dev/null || missing+=("$tool")
 done
 /usr/bin/python3 -c 'import boto3' 2>/dev/null || missing+=(python3-boto3)
+# strace: what rsnapshot's and rdiff-backup's restores read from their target
+command -v strace >/dev/null || missing+=(strace)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
