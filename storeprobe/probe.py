@@ -205,7 +205,9 @@ class Probe(SeedProbes):
         their defaults) or the versions themselves. ``method`` names the tool whose
         requests are replayed (:data:`storeprobe.backup.METHODS`: ``"files"`` is
         whole-file sync, as rclone; ``"chunks"`` a generic chunk store, one existence
-        check per chunk) or is a :class:`~storeprobe.backup.BackupMethod` with its
+        check per chunk; ``"rsnapshot"`` hard-linked snapshot trees and
+        ``"rdiff-backup"`` a mirror with reverse deltas, both on file systems only) or
+        is a :class:`~storeprobe.backup.BackupMethod` with its
         options; ``chunk_size`` (bytes or ``"4MiB"``) sets a chunking method's average
         chunk size (its default otherwise). Requests run
         ``streams`` at a time; the scenario runs once (``repeats`` does not apply: each
