@@ -10,7 +10,11 @@ is a Result. What a step asks of the storage is decided by its method, one modul
 - ``restic`` (:mod:`storeprobe.backup.restic`): restic 0.14's repository, chunks packed
   into pack files with an index, trees and a snapshot per backup, ranged pack reads;
 - ``chunks`` (:mod:`storeprobe.backup.chunks`): a generic per-file chunk store, one HEAD
-  per chunk (models no particular tool).
+  per chunk (models no particular tool);
+- ``rdiff-backup`` (:mod:`storeprobe.backup.rdiff_backup`): a mirror of the newest
+  version plus reverse increments (librsync deltas), file systems only;
+- ``rsnapshot`` (:mod:`storeprobe.backup.rsnapshot`): a full tree per version, unchanged
+  files hard links to the previous one (rsync ``--link-dest``), file systems only.
 
 A method is a :class:`BackupMethod` (its options, frozen) that makes a :class:`Replay`
 for one scenario; the scenario owns timing, eviction, verification, Results and cleanup
@@ -25,8 +29,10 @@ from storeprobe.backup.chunks import Chunks
 from storeprobe.backup.files import Files
 from storeprobe.backup.method import BackupMethod, Replay
 from storeprobe.backup.objects import Blob, Read
+from storeprobe.backup.rdiff_backup import RdiffBackup
 from storeprobe.backup.registry import METHODS, method_for
 from storeprobe.backup.restic import Restic
+from storeprobe.backup.rsnapshot import Rsnapshot
 from storeprobe.backup.scenario import backup_restore
 from storeprobe.backup.session import Session
 from storeprobe.execution import Leftover
@@ -41,9 +47,11 @@ __all__ = [
     "Files",
     "Leftover",
     "Method",
+    "RdiffBackup",
     "Read",
     "Replay",
     "Restic",
+    "Rsnapshot",
     "Session",
     "backup_restore",
     "method_for",

@@ -7,7 +7,9 @@ import attrs
 from storeprobe.backup.chunks import Chunks
 from storeprobe.backup.files import Files
 from storeprobe.backup.method import BackupMethod
+from storeprobe.backup.rdiff_backup import RdiffBackup
 from storeprobe.backup.restic import Restic
+from storeprobe.backup.rsnapshot import Rsnapshot
 from storeprobe.errors import ConfigurationError
 from storeprobe.manifest import Chunking
 
@@ -17,6 +19,8 @@ _REGISTRY: dict[str, type[BackupMethod]] = {
     Files.name: Files,
     Restic.name: Restic,
     Chunks.name: Chunks,
+    RdiffBackup.name: RdiffBackup,
+    Rsnapshot.name: Rsnapshot,
 }
 
 #: every method name, in the order the docs present them
