@@ -30,8 +30,8 @@ class Step:
     backup or a full restore): the two bases people state rates against. ``moved_bytes``
     is what the step actually sent or received. ``space_used`` and ``objects_stored``
     are what the target holds under the scenario's prefix after the step (bytes,
-    objects). ``dedup_ratio`` (``chunks`` method) is the version's bytes divided by the
-    bytes of the chunks the step had to upload (inf when it uploaded none).
+    objects). ``dedup_ratio`` (backup steps) is the version's bytes divided by the bytes
+    the step sent (None when it sent none).
     ``seconds_by_kind`` is the time spent in requests of each kind (the sum of their
     latencies, so it exceeds the wall time when requests overlap).
     """

@@ -348,7 +348,7 @@ def _bad(text: str) -> str:
         ),
         ('kinds = ["delete"] => kinds = []', "request kinds delete are in no class"),
         ('kinds = ["delete"] => kinds = ["delete", "get"]', "'get' is in both class"),
-        ('kinds = ["delete"] => kinds = ["delete", "rename"]', "names the kind 'rename'"),
+        ('kinds = ["delete"] => kinds = ["delete", "teleport"]', "names the kind 'teleport'"),
         ("per_gb = 0.002 => per_gb = 'cheap'", "[egress] per_gb must be a number"),
         ("date = 2026-12-01 => date = 'soon'", "date must be a date"),
         ("gb_bytes = 1000000000 => gb_bytes = 0", "gb_bytes is 0"),

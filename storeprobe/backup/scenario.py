@@ -132,7 +132,7 @@ class _Scenario:
         sent = sample.bytes_sent if sample.bytes_sent else sample.nbytes
         dedup = None
         if step.kind == "backup":
-            dedup = float("inf") if sent == 0 else version.total_bytes / sent
+            dedup = None if sent == 0 else version.total_bytes / sent
         return attrs.evolve(
             self._shell(step),
             samples=(sample,),
