@@ -218,7 +218,12 @@ def test_azure_in_flight_counted_on_the_server_side(
 ) -> None:
     options = {"connection_string": azure_connection_string(azure_proxy.port)}
     probe = Probe.from_url(
-        "abfs://bench/inflight", options, client=client, streams=streams, repeats=1
+        "abfs://bench/inflight",
+        options,
+        client=client,
+        streams=streams,
+        repeats=1,
+        prep_streams=streams,  # the untimed upload and deletes too
     )
     azure_proxy.reset()
     result = probe.measure(operation, workload)  # type: ignore[arg-type]
@@ -244,6 +249,7 @@ def test_obstore_in_flight_counted_on_the_server_side(
             "bench/inflight",
             streams=streams,
             repeats=1,
+            prep_streams=streams,  # the untimed upload and deletes too
         )
         proxy.reset()
         result = probe.measure(operation, Workload(count=1, size="24MiB"))  # type: ignore[arg-type]
