@@ -13,6 +13,8 @@ One probe call (``upload`` or ``download``) does, for each of ``repeats`` repeti
 
 All names live under a fresh run prefix ``<root>/storeprobe-<utc>-<random>``; whatever
 happens, a ``finally`` deletes every name the probe recorded and removes the prefix.
+Only step 3 keeps ``streams`` requests in flight; the untimed uploads, size checks and
+deletes run with ``prep_streams`` (default 32).
 """
 
 from __future__ import annotations
