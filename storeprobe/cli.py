@@ -40,6 +40,7 @@ from storeprobe.redaction import redact_url
 from storeprobe.render import CROWN, FORMATS, RATE_UNITS, TIE
 from storeprobe.result import Result
 from storeprobe.resultset import ResultSet
+from storeprobe.settings import DEFAULT_PREP_STREAMS
 from storeprobe.units import parse_size
 from storeprobe.workload import Workload
 
@@ -75,6 +76,17 @@ def _unit_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _prep_streams_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--prep-streams",
+        type=int,
+        default=DEFAULT_PREP_STREAMS,
+        metavar="N",
+        help="requests in flight for the untimed work around the timed windows (uploads "
+        "before a download, size checks, deletes, cleanup); the windows keep --streams",
+    )
+
+
 def _probe_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by run and sweep: storage, client, label, seed, progress."""
     parser.add_argument(
@@ -98,6 +110,7 @@ def _probe_options(parser: argparse.ArgumentParser) -> None:
         "s3fs, gcsfs or adlfs (each URL of another protocol keeps auto)",
     )
     parser.add_argument("--label", help="a name for this environment, e.g. home-laptop")
+    _prep_streams_option(parser)
     parser.add_argument(
         "--seed",
         type=int,
@@ -284,19 +297,28 @@ def _options(pairs: Sequence[str]) -> dict[str, Any]:
     return options
 
 
-def _check_counts(streams: Sequence[int], repeats: int) -> None:
+def _check_counts(streams: Sequence[int], repeats: int, prep_streams: int) -> None:
     """Refuse bad counts before anything is created (a temporary directory, a probe)."""
     for count in streams:
         if not 1 <= count <= MAX_STREAMS:
             raise ConfigurationError(
                 f"--streams {count} is out of range: use 1 to {MAX_STREAMS}, e.g. 1, 4 or 16"
             )
+    if not 1 <= prep_streams <= MAX_STREAMS:
+        raise ConfigurationError(
+            f"--prep-streams {prep_streams} is out of range: use 1 to {MAX_STREAMS} "
+            f"(default {DEFAULT_PREP_STREAMS})"
+        )
     if repeats < 1:
         raise ConfigurationError(f"--repeats {repeats} is out of range: use 1 or more, e.g. 3")
 
 
 def _probe_keywords(args: argparse.Namespace) -> dict[str, Any]:
-    keywords: dict[str, Any] = {"repeats": args.repeats, "label": args.label}
+    keywords: dict[str, Any] = {
+        "repeats": args.repeats,
+        "label": args.label,
+        "prep_streams": args.prep_streams,
+    }
     if args.seed is not None:
         keywords["seed"] = args.seed
     return keywords
@@ -371,7 +393,7 @@ def _open_probes(
 
 
 def _run(args: argparse.Namespace) -> int:
-    _check_counts(args.streams, args.repeats)
+    _check_counts(args.streams, args.repeats, args.prep_streams)
     check_label(args.label)
     workloads = [Workload.parse(spec) for spec in (args.workload or ["small", "large"])]
     options = _options(args.option)
@@ -499,7 +521,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    _check_counts(args.streams, args.repeats)
+    _check_counts(args.streams, args.repeats, args.prep_streams)
     workload = Workload.parse(args.workload)
     if args.json is not None:
         check_output(args.json, "--json", "results")

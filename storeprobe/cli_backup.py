@@ -22,6 +22,7 @@ from storeprobe.errors import ConfigurationError, TargetError
 from storeprobe.probe import MAX_STREAMS, Probe
 from storeprobe.result import Result
 from storeprobe.resultset import ResultSet
+from storeprobe.settings import DEFAULT_PREP_STREAMS
 
 __all__ = ["add_backup_command", "dataset_versions", "run_backup"]
 
@@ -76,6 +77,13 @@ def add_backup_command(
     )
     backup.add_argument(
         "--streams", type=int, nargs="+", default=[1], metavar="N", help="requests in flight"
+    )
+    backup.add_argument(
+        "--prep-streams",
+        type=int,
+        default=DEFAULT_PREP_STREAMS,
+        metavar="N",
+        help="requests in flight for the untimed cleanup; the steps keep --streams",
     )
     backup.add_argument(
         "--seed",
@@ -160,6 +168,11 @@ def run_backup(
     for count in args.streams:
         if not 1 <= count <= MAX_STREAMS:
             raise ConfigurationError(f"--streams {count} is out of range: use 1 to {MAX_STREAMS}")
+    if not 1 <= args.prep_streams <= MAX_STREAMS:
+        raise ConfigurationError(
+            f"--prep-streams {args.prep_streams} is out of range: use 1 to {MAX_STREAMS} "
+            f"(default {DEFAULT_PREP_STREAMS})"
+        )
     prices = None if args.prices is None else load_prices(args.prices)
     seed = secrets.randbits(63) if args.seed is None else args.seed
     chain = dataset_versions(args.dataset, args.size, args.versions, seed)
@@ -170,6 +183,7 @@ def run_backup(
             options,
             client=args.client if url.startswith(("s3://", "s3a://")) else "auto",
             streams=streams,
+            prep_streams=args.prep_streams,
             timeout=args.timeout,
             label=args.label,
             verify=not args.no_verify,

@@ -543,8 +543,14 @@ class _Coordinator:
         """Delete whatever remains under the run prefix (a lost worker's objects: the
         prefix is fresh and the run's own), then the folders and the prefix; return what
         could not be removed."""
+        settings = self.spec.settings
         leftovers = clear_prefix(
-            self.target, prefix, [], streams=8, clock=self.clock, timeout=self.spec.settings.timeout
+            self.target,
+            prefix,
+            [],
+            streams=settings.prep_streams,
+            clock=self.clock,
+            timeout=settings.timeout,
         )
         return leftovers + remove_folders(
             self.target, [*(f"{prefix}/{folder}" for folder in folders), prefix]

@@ -11,6 +11,12 @@ For each of ``repeats`` repetitions a :class:`Measurement`
 4. verifies (untimed): every downloaded byte against the regenerated payload;
 5. deletes exactly the names this repeat wrote.
 
+Only step 3 keeps ``streams`` requests in flight. The untimed work around it (absence
+checks, the upload before a download, the size checks, the deletes) runs with
+``prep_streams`` in flight (default 32), so a probe at one stream does not spend most
+of its wall time preparing one request at a time. One exception: a staged upload before
+a download keeps its layout's parts in flight, since memory was checked for those.
+
 The layout (how the workload is cut into requests) is decided once, before any I/O
 (:func:`storeprobe.planning.choose`). All names live under a fresh run prefix; whatever
 happens, a ``finally`` deletes every name the measurement recorded and removes the
@@ -323,7 +329,9 @@ class Measurement:
         try:
             bodies = self._bodies(backend, plan, workload, staging)
             wrap = settling(release_parts(plan, staging)) if staging is not None else None
-            self._execute(backend, plan, bodies=bodies, wrap=wrap)
+            # a staged layout's parts in flight are what memory was checked for: keep them
+            streams = self.settings.streams if layout.staged else None
+            self._execute(backend, plan, bodies=bodies, wrap=wrap, streams=streams)
             del bodies
         finally:
             if staging is not None:
@@ -408,11 +416,16 @@ class Measurement:
         wrap: Wrapper | None = None,
         timed: bool = False,
         timeout: float | Literal["probe"] | None = "probe",
+        streams: int | None = None,
     ) -> Run:
+        """Run ``plan``: a timed window with ``streams`` in flight, untimed work with
+        ``prep_streams`` (or ``streams`` when given)."""
+        if streams is None:
+            streams = self.settings.streams if timed else self.settings.prep_streams
         return execute(
             backend,
             plan,
-            streams=self.settings.streams,
+            streams=streams,
             clock=self.clock,
             timeout=self.settings.timeout if timeout == "probe" else timeout,
             bodies=bodies,
@@ -427,7 +440,7 @@ class Measurement:
         return delete_names(
             self.target,
             names,
-            streams=self.settings.streams,
+            streams=self.settings.prep_streams,
             clock=self.clock,
             timeout=self.settings.timeout,
         )

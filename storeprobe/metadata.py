@@ -3,8 +3,8 @@
 For each of ``repeats`` repetitions a :class:`MetadataMeasurement`
 
 1. makes a fresh repeat prefix ``<run prefix>/r<N>`` and writes ``count`` objects of
-   ``size`` bytes under it (untimed; 0 bytes by default: every backend takes an empty
-   body);
+   ``size`` bytes under it (untimed, ``prep_streams`` at once; 0 bytes by default:
+   every backend takes an empty body);
 2. runs the timed window:
 
    - ``head``: one HEAD per object, at most ``streams`` in flight; the sizes reported
@@ -16,7 +16,8 @@ For each of ``repeats`` repetitions a :class:`MetadataMeasurement`
    - ``delete``: one DELETE per object, at most ``streams`` in flight; these deletes
      are also the cleanup of those names;
 
-3. deletes whatever the repeat wrote and is still there, and the repeat prefix.
+3. deletes whatever the repeat wrote and is still there (untimed, ``prep_streams`` at
+   once), and the repeat prefix.
 
 All of it lives under a fresh run prefix; a ``finally`` deletes every name recorded, then
 lists the run prefix and deletes whatever is still listed under it
@@ -211,7 +212,7 @@ class MetadataMeasurement:
                 target,
                 prefix,
                 helper._delete([name for name in written if name not in gone]),
-                streams=self.settings.streams,
+                streams=self.settings.prep_streams,
                 clock=self.clock,
                 timeout=self.settings.timeout,
             )
@@ -236,8 +237,8 @@ class MetadataMeasurement:
 
     # -- one repeat --------------------------------------------------------------------
     def _write(self, writer: AsyncBackend | SyncBackend, names: Sequence[str], repeat: int) -> None:
-        """Untimed: one PUT of ``size`` bytes per name, the first alone, then ≤ streams at
-        once."""
+        """Untimed: one PUT of ``size`` bytes per name, the first alone, then ≤
+        ``prep_streams`` at once."""
         content = self.workload.with_seed(((self.settings.seed or 0) + repeat) % 2**63)
         parts = [Part(index, 0, self.size) for index in range(len(names))]
         puts = [
@@ -253,7 +254,7 @@ class MetadataMeasurement:
         execute(
             writer,
             plan,
-            streams=self.settings.streams,
+            streams=self.settings.prep_streams,
             clock=self.clock,
             timeout=self.settings.timeout,
             bodies=bodies,

@@ -13,6 +13,8 @@ One probe call (``upload`` or ``download``) does, for each of ``repeats`` repeti
 
 All names live under a fresh run prefix ``<root>/storeprobe-<utc>-<random>``; whatever
 happens, a ``finally`` deletes every name the probe recorded and removes the prefix.
+Only step 3 keeps ``streams`` requests in flight; the untimed uploads, size checks and
+deletes run with ``prep_streams`` (default 32).
 """
 
 from __future__ import annotations
@@ -44,8 +46,10 @@ from storeprobe.result import OPERATIONS, Result, Transfer
 from storeprobe.resultset import ResultSet
 from storeprobe.seeds import SeedProbes
 from storeprobe.settings import (
+    DEFAULT_PREP_STREAMS,
     MAX_REPEATS,
     MAX_STREAMS,
+    PREP_STREAMS,
     Settings,
     check_part_size,
     check_seed,
@@ -83,7 +87,10 @@ class Probe(SeedProbes):
     flight (see :mod:`storeprobe.staging`). ``seed`` fixes the bytes of workloads that
     have no seed of their own; by default every measurement draws a fresh random seed,
     recorded in its Result (``result.workload.seed``), so no storage sees the same bytes
-    twice.
+    twice. ``prep_streams`` (default 32) is the number of requests in flight for the
+    untimed work around the windows: the objects a download reads, uploaded first; their
+    size checks; absence checks; deletes and cleanup. It never changes a window, which
+    keeps ``streams``.
     ``clock`` returns nanoseconds and is replaceable for tests. ``callback`` (an
     ``fsspec.callbacks.Callback``, e.g. ``TqdmCallback``) is told the bytes of each timed
     repeat (``set_size``) and their progress (``absolute_update``) from a separate
@@ -110,6 +117,7 @@ class Probe(SeedProbes):
     )
     label: str | None = field(default=None, kw_only=True)
     seed: int | None = field(default=None, kw_only=True, validator=check_seed)
+    prep_streams: int = field(default=DEFAULT_PREP_STREAMS, kw_only=True, validator=PREP_STREAMS)
     clock: Clock = field(default=time.perf_counter_ns, kw_only=True, repr=False)
     callback: Callback | None = field(default=None, kw_only=True, repr=False)
     target: Target = field(
@@ -128,6 +136,7 @@ class Probe(SeedProbes):
             stage_above=self.stage_above,
             label=self.label,
             seed=self.seed,
+            prep_streams=self.prep_streams,
         )
 
     def __attrs_post_init__(self) -> None:

@@ -1,7 +1,8 @@
 """How a probe runs: one frozen, picklable value passed whole to every scenario.
 
 :class:`Settings` holds what a :class:`~storeprobe.probe.Probe` was asked (streams,
-repeats, verification, timeout, part size, staging threshold, label, seed), validated
+repeats, verification, timeout, part size, staging threshold, label, seed, the untimed
+work's concurrency), validated
 once at construction. The measurement (uploads and downloads), the metadata probes, the
 backup scenarios and the Dask workers all take it as it is; none copies its fields. What
 cannot travel to another process (the clock, a progress callback, the target's open
@@ -18,12 +19,15 @@ from attrs import field, frozen
 from storeprobe.errors import ConfigurationError
 from storeprobe.units import GiB, parse_size
 
-__all__ = ["MAX_REPEATS", "MAX_STREAMS", "Settings"]
+__all__ = ["DEFAULT_PREP_STREAMS", "MAX_REPEATS", "MAX_STREAMS", "Settings"]
 
 #: Most requests in flight a probe accepts.
 MAX_STREAMS = 1024
 #: Most repeats a probe accepts.
 MAX_REPEATS = 1000
+#: Requests in flight for the untimed work around the windows (preparation uploads, size
+#: checks, absence checks, deletes, cleanup), unless ``prep_streams`` says otherwise.
+DEFAULT_PREP_STREAMS = 32
 
 
 def in_range(low: int, high: int, hint: str) -> Any:
@@ -73,6 +77,15 @@ def check_seed(_: Any, __: Any, value: int | None) -> None:
         raise ConfigurationError(f"seed must be an int in [0, 2**63) or None, not {value!r}")
 
 
+#: the validator of ``prep_streams`` (the Settings' and the Probe's)
+PREP_STREAMS = in_range(
+    1,
+    MAX_STREAMS,
+    f"requests in flight for the untimed work around the windows; {DEFAULT_PREP_STREAMS} "
+    "is the default (1: one request at a time, as the windows at streams=1)",
+)
+
+
 @frozen(kw_only=True)
 class Settings:
     """A probe's settings (see :class:`~storeprobe.probe.Probe` for each one's meaning).
@@ -82,7 +95,9 @@ class Settings:
     none); ``part_size``: bytes per part when one object is split (None: the default);
     ``stage_above``: bytes from which one object is staged through a local file;
     ``label``: the environment's name in reports; ``seed``: the bytes' seed for workloads
-    without one (None: fresh per measurement).
+    without one (None: fresh per measurement); ``prep_streams``: requests in flight for
+    the untimed work outside the windows (preparation uploads, size and absence checks,
+    deletes, cleanup), whatever ``streams`` is.
     """
 
     streams: int = field(default=1, validator=in_range(1, MAX_STREAMS, "use e.g. 1, 4 or 16"))
@@ -93,6 +108,7 @@ class Settings:
     stage_above: int = field(default=GiB, converter=parse_size, validator=check_stage_above)
     label: str | None = None
     seed: int | None = field(default=None, validator=check_seed)
+    prep_streams: int = field(default=DEFAULT_PREP_STREAMS, validator=PREP_STREAMS)
 
     def evolve(self, **changes: Any) -> Settings:
         """The same settings with ``changes`` (validated again)."""

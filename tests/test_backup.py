@@ -343,3 +343,31 @@ def test_methods_are_refused_before_any_io(tmp_path: Path) -> None:
 class _OnlyMemory(_Corrupting):
     name: ClassVar[str] = "only-memory"
     protocols: ClassVar[tuple[str, ...]] = ("memory",)
+
+
+@pytest.mark.parametrize("client", ["obstore", "s3fs"])
+def test_s3_cleanup_runs_at_prep_streams_and_the_steps_at_streams(
+    counting_proxy: CountingProxy, s3_bucket_dir: Path, client: str
+) -> None:
+    options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
+    before = tree(s3_bucket_dir)
+    probe = Probe.from_url("s3://bench/backup-prep", options, client=client, prep_streams=8)
+    arrivals: list[tuple[bool, int]] = []  # (a delete?, requests in flight on its arrival)
+
+    def record(method: str, path: str, number: int) -> None:
+        arrivals.append((method == "DELETE" or path.endswith("?delete"), counting_proxy.in_flight))
+
+    counting_proxy.reset()
+    counting_proxy.fail_when = record
+    try:
+        results = probe.backup_restore(TREE, versions=2, method="files")
+    finally:
+        counting_proxy.fail_when = None
+    assert all(r.ok for r in results), [r.errors for r in results]
+    assert all(r.samples[0].max_in_flight <= 1 for r in results)
+    # every listing, check, write and read (the steps' windows, at streams=1) arrived
+    # with nothing else in flight on the server side; the closing deletes of the files
+    # written ran several at a time, at most prep_streams
+    assert max(count for delete, count in arrivals if not delete) == 1
+    assert 1 < max(count for delete, count in arrivals if delete) <= 8
+    assert tree(s3_bucket_dir) == before

@@ -316,6 +316,20 @@ CASES = [
         lambda e: ["run", "--streams", "10000"],
     ),
     Case(
+        "prep_streams 0",
+        lambda e: Probe.from_url("memory://x", prep_streams=0),
+        ConfigurationError,
+        "prep",
+        lambda e: ["run", "--prep-streams", "0"],
+    ),
+    Case(
+        "prep_streams 10 000",
+        lambda e: Probe.from_url("memory://x", prep_streams=10_000),
+        ConfigurationError,
+        "prep",
+        lambda e: ["run", "--prep-streams", "10000"],
+    ),
+    Case(
         "repeats 0",
         lambda e: Probe.from_url("memory://x", repeats=0),
         ConfigurationError,

@@ -263,7 +263,13 @@ def test_s3_requests_by_kind_on_the_server_side(
     count = 1500 if operation == "list" else 40  # a listing of 2 pages
     pages = 2 if operation == "list" else 1
     probe = Probe.from_url(
-        "s3://bench/meta", options, client=client, streams=4, repeats=2, clock=StepClock(STEP)
+        "s3://bench/meta",
+        options,
+        client=client,
+        streams=4,
+        repeats=2,
+        prep_streams=4,  # the untimed writes and cleanup at the window's bound too
+        clock=StepClock(STEP),
     )
     counting_proxy.reset()
     counting_proxy.fail_when = record

@@ -23,8 +23,10 @@ from storeprobe import (
     TargetUnreachableError,
     Workload,
 )
+from storeprobe.measurement import Measurement
 from storeprobe.notices import Code
 from tests.conftest import s3_options
+from tests.delay_proxy import DelayProxy
 from tests.helpers import tree
 from tests.http_proxy import CountingProxy
 from tests.servers import S3_SECRET, Server, free_port
@@ -52,13 +54,19 @@ def test_in_flight_requests_counted_on_the_server_side(
 ) -> None:
     options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
     probe = Probe.from_url(
-        "s3://bench/inflight", options, client=client, streams=streams, repeats=2
+        "s3://bench/inflight",
+        options,
+        client=client,
+        streams=streams,
+        repeats=2,
+        prep_streams=streams,
     )
     assert probe.target.client == client
     counting_proxy.reset()
     result = probe.measure(operation, workload)  # type: ignore[arg-type]
     assert result.ok, result.errors
-    # everything the probe sends — setup, timed window, cleanup — respects `streams`
+    # with prep_streams=streams, everything the probe sends — setup, timed window,
+    # cleanup — respects `streams` (the windows alone: test_prep_streams_stay_outside...)
     assert counting_proxy.max_in_flight == streams
     assert result.effective_streams == streams
     assert all(sample.max_in_flight == streams for sample in result.samples)
@@ -316,3 +324,68 @@ def test_exit_waits_for_threads_foreign_to_threading_to_leave_python() -> None:
     assert wait_for_foreign_threads(0)
     release.set()
     started.join(10)
+
+
+class _WindowCounter:
+    """A :class:`~storeprobe.measurement.Gate` that reads the proxy's count of requests
+    in flight at each window's edges: what came before a window (its preparation, and
+    the previous repeat's deletes) and the window itself, apart."""
+
+    def __init__(self, proxy: CountingProxy) -> None:
+        self.proxy = proxy
+        self.before: list[int] = []
+        self.windows: list[int] = []
+
+    def wait(self, repeat: int) -> None:
+        self.before.append(self.proxy.max_in_flight)
+        self.proxy.reset()  # nothing is in flight: the window's first request is next
+
+    def opened(self, repeat: int, start_ns: int, end_ns: int) -> None:
+        self.windows.append(self.proxy.max_in_flight)
+        self.proxy.reset()
+
+    def abandon(self, repeat: int) -> None:
+        raise AssertionError(f"repeat {repeat} failed")
+
+
+@CLIENTS
+@pytest.mark.parametrize("operation", ["upload", "download"])
+def test_prep_streams_stay_outside_the_windows(
+    s3_server: Server, s3_bucket_dir: Path, operation: str, client: str
+) -> None:
+    # client → counting proxy → 5 ms each way → rclone serve s3: every request stays in
+    # flight long enough for concurrent ones to overlap at the proxy
+    delay = DelayProxy(s3_server.port, delay_s=0.005).start()
+    counting = CountingProxy(delay.port).start()
+    try:
+        options = s3_options(f"http://127.0.0.1:{counting.port}")
+        probe = Probe.from_url(
+            "s3://bench/prep", options, client=client, streams=1, repeats=2, prep_streams=8
+        )
+        gate = _WindowCounter(counting)
+        counting.reset()
+        result = Measurement(
+            target=probe.target,
+            operation=operation,  # type: ignore[arg-type]
+            workload=Workload(count=32, size="16KiB"),
+            settings=probe.settings,
+            clock=time.perf_counter_ns,
+            callback=None,
+            gate=gate,
+        ).run()
+        after = counting.max_in_flight  # the last repeat's deletes and the cleanup
+    finally:
+        counting.stop()
+        delay.stop()
+    assert result.ok, result.errors
+    # each window, counted on the server side: one request at a time, as streams=1 says
+    assert gate.windows == [1, 1]
+    assert all(sample.max_in_flight == 1 for sample in result.samples)
+    # the untimed work around them: more than one at a time, at most prep_streams
+    # (a download's preparation upload and size checks before each window; an upload's
+    # deletes of the repeat before, and after the last window)
+    untimed = (gate.before if operation == "download" else gate.before[1:]) + [after]
+    assert all(1 < count <= 8 for count in untimed), untimed
+    assert result.streams == 1
+    assert result.effective_streams == 1
+    assert not any(name.startswith("prep") for name in tree(s3_bucket_dir))

@@ -251,6 +251,7 @@ def backup_restore(
         target=target,
         prefix=prefix,
         streams=settings.streams,
+        prep_streams=settings.prep_streams,
         timeout=settings.timeout,
         clock=clock,
         reader=reader,

@@ -43,6 +43,8 @@ class Session:
     target: Target
     prefix: str
     streams: int
+    #: requests in flight for the untimed cleanup (:meth:`close`)
+    prep_streams: int
     timeout: float | None
     clock: Clock
     #: the client that reads byte ranges (decided once, before the first step)
@@ -326,11 +328,12 @@ class Session:
 
     def close(self, folders: Sequence[str]) -> list[Leftover]:
         """Delete every name still written, then the folders made and ``folders``
-        (deepest first) and the prefix itself; return what could not be deleted (untimed)."""
+        (deepest first) and the prefix itself; return what could not be deleted (untimed,
+        ``prep_streams`` deletes at once)."""
         left = delete_names(
             self.target,
             list(self.written),
-            streams=self.streams,
+            streams=self.prep_streams,
             clock=self.clock,
             timeout=self.timeout,
         )
