@@ -37,7 +37,8 @@ def test_backup_prints_the_published_table_and_report_repeats_it(
     assert "backup 1 (s)" in headers[0]
     assert "restore 1 (full) (s)" in headers[0]
     assert "restore 2 (s)" in headers[0]
-    assert "space used (MiB)" in headers[0]
+    assert "space after backup 1 (MiB)" in headers[0]
+    assert "space after backup 2 (MiB)" in headers[0]
     rows = [line for line in lines if str(target) in line]
     assert len(rows) == 4  # two methods × two stream counts
     assert "files method" in printed.out

@@ -431,7 +431,7 @@ def test_backup_prices_adds_the_cost_columns(
     sheet = load_prices(prices)
     header, row = _cost_cells(printed.out)
     assert header[-3:] == [
-        "space used (MiB)",
+        "space after backup 2 (MiB)",  # --versions 2: the space after each backup
         f"cost ({sheet.currency})",
         f"storage ({sheet.currency}/month)",
     ]

@@ -33,8 +33,10 @@ def backup_tables(
 
     One table per method and dataset; one row per target, stream count (and environment,
     when there are several); one column per step (``backup 1`` …, ``restore 1 (full)``
-    …) in seconds (the step's timed requests), then the space the target held after the
-    last backup, in MiB. A failed step shows ``failed``, a step not run ``-``.
+    …) in seconds (the step's timed requests), then the space the target held after each
+    backup step (``space after backup 1`` …), in MiB, counted as ``du`` counts the
+    tool's layout (a hard-linked file once). A failed step shows ``failed``, a step not
+    run ``-``.
 
     With ``prices`` (a :class:`~storeprobe.cost.PriceSheet`), two more columns: ``cost``,
     what the requests and the downloaded bytes of all the row's steps cost, and
@@ -69,10 +71,10 @@ def backup_tables(
         assert first is not None
         header = ["target", "streams", *(["environment"] if several_envs else []), *columns]
         units = ["", "", *([""] if several_envs else []), *(["s"] * len(columns))]
+        backups = [label for label in columns if label.startswith("backup")]
         grid: list[list[Cell]] = []
         for key, cells in rows.items():
             row = [Cell(text=text) for text in key]
-            space: int | None = None
             for label in columns:
                 found = cells.get(label)
                 if found is None:
@@ -85,15 +87,15 @@ def backup_tables(
                     row.append(Cell(text="-"))
                 else:
                     row.append(Cell(text="failed"))
-                step = found.step
-                if step is not None and step.kind == "backup" and step.space_used is not None:
-                    space = step.space_used
-            row.append(
-                Cell(
-                    text="" if space is None else f"{space / MiB:.2f}",
-                    value=None if space is None else space / MiB,
+            for label in backups:
+                step = cells[label].step if label in cells else None
+                space = None if step is None else step.space_used
+                row.append(
+                    Cell(
+                        text="" if space is None else f"{space / MiB:.2f}",
+                        value=None if space is None else space / MiB,
+                    )
                 )
-            )
             if prices is not None:
                 ordered = [cells[label] for label in columns if label in cells]
                 bill = scenario_cost(ordered, prices)
@@ -112,8 +114,9 @@ def backup_tables(
                 )
             grid.append(row)
         legend = (
-            "seconds of timed requests per step (the sum of its windows); space "
-            "used: what the target held under the run's prefix after the last backup"
+            "seconds of timed requests per step (the sum of its windows); space after "
+            "backup k: what the target held under the run's prefix after that step (a "
+            "hard-linked file counted once, as du counts it)"
         )
         extra: tuple[str, ...] = ()
         extra_units: tuple[str, ...] = ()
@@ -128,8 +131,8 @@ def backup_tables(
         tables.append(
             Table(
                 title=f"backup and restore, {method} method, {first.dataset} ({kind})",
-                header=(*header, "space used", *extra),
-                units=(*units, "MiB", *extra_units),
+                header=(*header, *(f"space after {label}" for label in backups), *extra),
+                units=(*units, *(["MiB"] * len(backups)), *extra_units),
                 rows=grid,
                 labels=len(header) - len(columns),
                 legend=legend,
