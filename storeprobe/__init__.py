@@ -9,6 +9,7 @@ True
 from __future__ import annotations
 
 from storeprobe._version import __version__
+from storeprobe.backends.s3_endpoint import S3Credentials, S3Endpoint
 from storeprobe.comparison import Report, compare_results
 from storeprobe.cost import Cost, PriceSheet, price_sheets, scenario_cost
 from storeprobe.dataset import Image, Sizes, Tree
@@ -63,6 +64,8 @@ __all__ = [
     "Result",
     "ResultFormatError",
     "ResultSet",
+    "S3Credentials",
+    "S3Endpoint",
     "Sample",
     "Saturation",
     "Settings",

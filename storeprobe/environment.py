@@ -196,7 +196,9 @@ def endpoint_of(
     - ``http://``/``https://``: the URL's host and port.
 
     ``environ`` defaults to ``os.environ``. Credentials, paths and queries never appear
-    in the answer.
+    in the answer. A target opened from an ``s3://`` URL records the endpoint resolved
+    for its client instead (``Target.endpoint``: profiles and fsspec's configuration
+    too, see :mod:`storeprobe.backends.s3_endpoint`); this is the answer for the rest.
     """
     options: Mapping[str, Any] = storage_options or {}
     env: Mapping[str, str] = os.environ if environ is None else environ

@@ -29,7 +29,7 @@ from fsspec.callbacks import Callback
 
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backends.base import Landing
-from storeprobe.environment import Environment, endpoint_of
+from storeprobe.environment import Environment
 from storeprobe.errors import TargetUnreachableError
 from storeprobe.jobs import Wrapper, positioned, tolerating
 from storeprobe.notices import Code, Notice
@@ -292,7 +292,7 @@ def open_run(
     Untimed, each step bounded by ``timeout``. Returns (environment, prefix).
     """
     backend = target.backend
-    environment = Environment.capture(label, endpoint=endpoint_of(target.url, target.options))
+    environment = Environment.capture(label, endpoint=target.endpoint)
     prefix = target.new_prefix()
     made = False
     try:

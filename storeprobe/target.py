@@ -28,6 +28,8 @@ from fsspec.registry import known_implementations
 
 from storeprobe.backends import AsyncBackend, SyncBackend, backend_for
 from storeprobe.backends.choice import choose_client
+from storeprobe.backends.s3_endpoint import S3Endpoint
+from storeprobe.environment import endpoint_of
 from storeprobe.errors import (
     ConfigurationError,
     MissingDependencyError,
@@ -163,6 +165,9 @@ class Target:
     #: how to open this target again in another process (None: built from a filesystem
     #: instance, which cannot be rebuilt from a URL)
     recipe: Recipe | None = field(default=None, repr=False)
+    #: for an ``s3://`` URL: the endpoint, region and credentials resolved once and handed
+    #: to the client that measures, each with its source (None: not an S3 URL)
+    s3_endpoint: S3Endpoint | None = field(default=None, kw_only=True)
 
     @root.validator
     def _check_root(self, _: Any, value: str) -> None:
@@ -229,6 +234,8 @@ class Target:
                 "such as file, memory, s3, gs, abfs or sftp"
             )
         chosen = choose_client(protocol, options, client)
+        if chosen.endpoint is not None:  # secrets read from fsspec's configuration too
+            secret_list = (*secret_list, *chosen.endpoint.credentials.secrets)
         if chosen.backend is not None:
             return cls(
                 chosen.backend.fs,
@@ -240,8 +247,10 @@ class Target:
                 backend=chosen.backend,
                 client_reason=chosen.reason,
                 recipe=Recipe(url, dict(options), client),
+                s3_endpoint=chosen.endpoint,
             )
-        kwargs = {"skip_instance_cache": True, **options}
+        opened = options if chosen.storage_options is None else chosen.storage_options
+        kwargs = {"skip_instance_cache": True, **opened}
         if protocol in _LISTING_CACHED:
             kwargs.setdefault("use_listings_cache", False)
         if protocol in ("sftp", "ssh") and "known_hosts" not in kwargs:
@@ -280,12 +289,22 @@ class Target:
             recipe=Recipe(url, dict(options), client),
             client_reason=chosen.reason,
             client_notice=chosen.notice,
+            s3_endpoint=chosen.endpoint,
         )
 
     @property
     def client(self) -> str:
         """The storage client this target measures through (the backend's name)."""
         return self.backend.client
+
+    @property
+    def endpoint(self) -> str | None:
+        """The URL (or ``host:port``) this target's requests go to, without credentials:
+        the resolved one for ``s3://`` URLs (:attr:`s3_endpoint`), else what
+        :func:`~storeprobe.environment.endpoint_of` finds; None for local storage."""
+        if self.s3_endpoint is not None:
+            return self.s3_endpoint.shown
+        return endpoint_of(self.url, self.options)
 
     @property
     def protocol(self) -> str:

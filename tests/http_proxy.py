@@ -5,7 +5,8 @@ upstream connection per client connection, keep-alive preserved, ``100 Continue`
 passed through) and counts a request as in flight from the moment its request head
 has arrived until its response has been forwarded completely. Tests read
 ``max_in_flight`` and ``requests`` to prove how many requests a probe really keeps
-in flight. It runs its own event loop in a thread.
+in flight, and ``signed_regions`` for the region each request was signed for. It runs
+its own event loop in a thread.
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ class CountingProxy:
         self.max_in_flight = 0
         self.requests = 0
         self.methods: list[str] = []
+        #: the region of each signed request (SigV4's credential scope), in order
+        self.signed_regions: list[str] = []
         #: called with (method, path, request number); a status code makes the proxy
         #: answer that status itself (an S3-style error body) and close the connection
         self.fail_when: Callable[[str, str, int], int | None] | None = None
@@ -100,6 +103,7 @@ class CountingProxy:
         self.max_in_flight = self.in_flight
         self.requests = 0
         self.methods = []
+        self.signed_regions = []
 
     def stop(self) -> None:
         async def close() -> None:
@@ -147,6 +151,9 @@ class CountingProxy:
         self.in_flight += 1
         self.requests += 1
         self.methods.append(method_name)
+        scope = _headers(head).get("authorization", "").partition("Credential=")[2].split("/")
+        if len(scope) > 2:  # KEY/DATE/REGION/SERVICE/aws4_request
+            self.signed_regions.append(scope[2])
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         status = (
             self.fail_when(method_name, path.decode("latin-1"), self.requests)

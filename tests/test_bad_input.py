@@ -196,6 +196,32 @@ CASES = [
         ],
     ),
     Case(
+        "AWS profile that does not exist",
+        lambda e: Probe.from_url(
+            "s3://bench/bad",
+            {"profile": "storeprobe-no-such-profile", "client_kwargs": {"endpoint_url": e.s3}},
+        ),
+        ConfigurationError,
+        "AWS profile 'storeprobe-no-such-profile' (argument profile) is in neither",
+        lambda e: [*_cli_s3(e.s3), "-o", "profile=storeprobe-no-such-profile"],
+    ),
+    Case(
+        "S3 key without a secret",
+        lambda e: Probe.from_url(
+            "s3://bench/bad", {"key": S3_KEY, "client_kwargs": {"endpoint_url": e.s3}}
+        ),
+        ConfigurationError,
+        "storage option key is given without secret",
+        lambda e: [
+            "run",
+            "s3://bench/bad",
+            "-o",
+            f"key={S3_KEY}",
+            "-o",
+            f"client_kwargs={json.dumps({'endpoint_url': e.s3})}",
+        ],
+    ),
+    Case(
         "zero count",
         lambda e: Workload(count=0, size=1),
         ConfigurationError,

@@ -80,13 +80,20 @@ def test_region_from_the_profile_lets_obstore_measure(
     no_aws_config: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     config = tmp_path / "config"
-    config.write_text("[profile work]\nregion = eu-west-1\n")
+    config.write_text("[profile work]\nregion = eu-west-1\n[profile bare]\noutput = json\n")
     monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
     target = Target.from_url("s3://bucket", {"profile": "work"})
     assert target.client == "obstore"
     assert target.fs.storage_options["config"] == {"region": "eu-west-1"}
+    assert target.s3_endpoint is not None
+    assert target.s3_endpoint.region_source == "profile work"
     # no region anywhere: s3fs, which looks the bucket's region up
-    assert Target.from_url("s3://bucket", {"profile": "other"}).client == "s3fs"
+    assert Target.from_url("s3://bucket", {"profile": "bare"}).client == "s3fs"
+    # a profile that does not exist: said at once, with the profiles there are
+    with pytest.raises(
+        ConfigurationError, match=r"AWS profile .other. .*\(profiles there: bare, work\)"
+    ):
+        Target.from_url("s3://bucket", {"profile": "other"})
 
 
 ENDPOINT = {"client_kwargs": {"endpoint_url": "http://127.0.0.1:9", "region_name": "us-east-1"}}
@@ -106,8 +113,15 @@ ENDPOINT = {"client_kwargs": {"endpoint_url": "http://127.0.0.1:9", "region_name
     ],
 )
 def test_auto_chooses_obstore_only_when_the_options_translate(
-    options: dict[str, object], client: str, no_aws_config: None
+    options: dict[str, object],
+    client: str,
+    no_aws_config: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
+    config = tmp_path / "config"
+    config.write_text("[profile work]\noutput = json\n")  # a profile without keys or region
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
     target = Target.from_url("s3://bucket/dir", options)
     assert target.client == client
     assert target.protocol == "s3"

@@ -17,7 +17,8 @@ from attrs import frozen
 from storeprobe.backends.azure import AZURE_CLIENTS, choose_azure
 from storeprobe.backends.gcs import GCS_CLIENTS, choose_gcs
 from storeprobe.backends.obstore import ObstoreBackend
-from storeprobe.backends.s3 import S3_CLIENTS, open_obstore, refusal
+from storeprobe.backends.s3 import S3_CLIENTS, open_obstore, refusal, s3fs_options
+from storeprobe.backends.s3_endpoint import S3Endpoint, resolve_s3
 from storeprobe.errors import ConfigurationError
 from storeprobe.notices import Code, Notice
 
@@ -46,12 +47,23 @@ class Chosen:
     backend: ObstoreBackend | None
     reason: str
     secrets: Callable[[], tuple[str, ...]] | None = None
+    #: for S3: where every request goes, in which region, signed how (resolved once)
+    endpoint: S3Endpoint | None = None
+    #: the options to open the protocol's fsspec implementation with, where they differ
+    #: from the caller's (for s3fs: the resolved endpoint and region given explicitly)
+    storage_options: Mapping[str, Any] | None = None
     #: a ``client-fallback`` warning when ``client="auto"`` could not use obstore, the
     #: default, and another client measures
     notice: Notice | None = None
 
 
-def _fallback(protocol: str, client: str, reason: str) -> Chosen:
+def _fallback(
+    protocol: str,
+    client: str,
+    reason: str,
+    endpoint: S3Endpoint | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Chosen:
     notice = Notice(
         code=Code.CLIENT_FALLBACK,
         message=f"measured through {client}, not obstore (the default for {protocol}://): {reason}",
@@ -59,7 +71,13 @@ def _fallback(protocol: str, client: str, reason: str) -> Chosen:
         f"(see the Backends page) to measure through it, or client='{client}' to choose "
         f"{client}",
     )
-    return Chosen(backend=None, reason=reason, notice=notice)
+    return Chosen(
+        backend=None,
+        reason=reason,
+        notice=notice,
+        endpoint=endpoint,
+        storage_options=storage_options,
+    )
 
 
 def choose_client(protocol: str, options: Mapping[str, Any], client: str) -> Chosen:
@@ -89,14 +107,23 @@ def choose_client(protocol: str, options: Mapping[str, Any], client: str) -> Cho
     if protocol in ("gs", "gcs"):
         gcs, reason = choose_gcs(options, client)
         return Chosen(backend=gcs, reason=reason)
+    endpoint = resolve_s3(options)
+    handed = s3fs_options(options, endpoint)
     if client == "s3fs":
-        return Chosen(backend=None, reason="client='s3fs' was asked")
-    opened = open_obstore(options, required=client == "obstore")
+        return Chosen(
+            backend=None,
+            reason="client='s3fs' was asked",
+            endpoint=endpoint,
+            storage_options=handed,
+        )
+    opened = open_obstore(options, endpoint, required=client == "obstore")
     if opened is None:
-        return _fallback(protocol, "s3fs", refusal(options) or "the options do not translate")
+        why = refusal(options, endpoint) or "the options do not translate"
+        return _fallback(protocol, "s3fs", why, endpoint, handed)
     backend, credentials = opened
     return Chosen(
         backend=backend,
         reason="client='obstore' was asked" if client == "obstore" else "the default",
         secrets=None if credentials is None else lambda: credentials.secrets,
+        endpoint=endpoint,
     )

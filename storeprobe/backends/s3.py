@@ -3,17 +3,24 @@
 This is the S3 client choice; the clients themselves are :mod:`.obstore` and :mod:`.s3fs`.
 
 ``storage_options`` for ``s3://`` are s3fs's (``key``, ``secret``, ``token``, ``anon``,
-``profile``, ``endpoint_url``, ``client_kwargs={"endpoint_url", "region_name"}``). With
-``client="auto"`` they are translated to obstore's S3 store when obstore is installed
-and the options say everything it needs:
+``profile``, ``endpoint_url``, ``client_kwargs={"endpoint_url", "region_name"}``). Their
+endpoint, region and credentials are resolved once (:func:`.s3_endpoint.resolve_s3`:
+options, fsspec's configuration, the environment, the AWS profile) and handed to the
+client that measures, obstore or s3fs, so both send every request to the same endpoint.
+With ``client="auto"`` obstore measures when it is installed and can honour them all:
 
 - credentials: explicit ``key`` and ``secret`` (and ``token``), or ``anon=True``, or
   else botocore's credential chain (environment, ``~/.aws`` files and ``profile``,
   SSO, instance roles) resolved when the first request is signed, as s3fs would;
-- where: an endpoint, or a region (the option, or the profile's / ``AWS_REGION``);
+- where: an endpoint, or a region (resolved as above);
+- no endpoint variable only obstore would read (``AWS_ENDPOINT``, or
+  ``AWS_ENDPOINT_URL`` that botocore is told to ignore), and no botocore setting only
+  s3fs would apply (FIPS, dual-stack or accelerated endpoints, virtual-hosted addressing
+  on a custom endpoint);
 - nothing obstore has no equivalent for (``config_kwargs``, ``requester_pays``...).
 
-Otherwise s3fs measures (it also looks up a bucket's region by itself). obstore is the
+Otherwise s3fs measures (it also looks up a bucket's region by itself); with
+``client="obstore"`` the reason is a :class:`ConfigurationError`. obstore is the
 default because on small objects the client is the limit, and obstore moves them 2–4×
 faster than s3fs against the same server (``docs/benchmarks.md``).
 """
@@ -31,20 +38,23 @@ from fsspec.core import url_to_fs
 from storeprobe.backends.base import AsyncBackend
 from storeprobe.backends.obstore import ObstoreBackend
 from storeprobe.backends.obstore_stores import open_store
+from storeprobe.backends.s3_endpoint import S3Endpoint, fsspec_defaults
 from storeprobe.backends.s3fs import S3Backend
 from storeprobe.errors import ConfigurationError, MissingDependencyError
 
-__all__ = ["S3_CLIENTS", "BotocoreCredentials", "open_obstore", "refusal", "s3fs_backend"]
+__all__ = [
+    "S3_CLIENTS",
+    "BotocoreCredentials",
+    "open_obstore",
+    "refusal",
+    "s3fs_backend",
+    "s3fs_options",
+]
 
 #: The clients an ``s3://`` URL can be measured through.
 S3_CLIENTS = ("auto", "obstore", "s3fs")
-# s3fs storage options obstore's S3 store understands, by name (client_kwargs apart)
-_S3FS_TO_OBSTORE = {
-    "key": "access_key_id",
-    "secret": "secret_access_key",
-    "token": "session_token",
-    "endpoint_url": "endpoint",
-}
+# s3fs storage options whose meaning S3Endpoint carries (client_kwargs apart)
+_UNDERSTOOD = frozenset({"key", "secret", "token", "endpoint_url", "anon", "profile"})
 _IGNORED = frozenset({"skip_instance_cache", "use_listings_cache"})
 #: how long obstore may reuse credentials from botocore before asking again
 _CREDENTIAL_REUSE = dt.timedelta(minutes=5)
@@ -85,70 +95,74 @@ class BotocoreCredentials:
         }
 
 
-def _profile_region(profile: str | None) -> str | None:
-    """The region botocore would use for ``profile`` (files and environment, no network)."""
-    import botocore.session
-
-    try:
-        region = botocore.session.Session(profile=profile).get_config_variable("region")
-    except Exception:  # an unknown profile: s3fs will say so
-        return None
-    return str(region) if region else None
-
-
 def _translate(
-    options: Mapping[str, Any],
+    options: Mapping[str, Any], endpoint: S3Endpoint
 ) -> tuple[dict[str, Any], BotocoreCredentials | None, str | None]:
-    """obstore's config and credential provider for s3fs-style ``options``, or why not."""
-    config: dict[str, Any] = {}
-    profile: str | None = None
-    for name, value in options.items():
-        if name in _IGNORED:
+    """obstore's config and credential provider for s3fs-style ``options`` whose endpoint,
+    region and credentials are ``endpoint``, or why obstore cannot measure them."""
+    merged = {**fsspec_defaults(), **options}
+    for name, value in merged.items():
+        if name in _IGNORED or name in _UNDERSTOOD:
             continue
-        if name == "anon":
-            if value:
-                config["skip_signature"] = True
-        elif name == "profile":
-            profile = str(value)
-        elif name == "client_kwargs" and isinstance(value, Mapping):
-            for inner, setting in value.items():
-                if inner == "endpoint_url":
-                    config["endpoint"] = setting
-                elif inner == "region_name":
-                    config["region"] = setting
-                else:
+        if name == "client_kwargs" and isinstance(value, Mapping):
+            for inner in value:
+                if inner not in ("endpoint_url", "region_name"):
                     return {}, None, f"client_kwargs[{inner!r}] has no obstore equivalent"
-        elif name in _S3FS_TO_OBSTORE:
-            config[_S3FS_TO_OBSTORE[name]] = value
-        else:
-            return {}, None, f"storage option {name!r} has no obstore equivalent"
-    provider = None
-    explicit = "access_key_id" in config and "secret_access_key" in config
-    if not (explicit or config.get("skip_signature")):
-        if importlib.util.find_spec("botocore") is None:
-            return {}, None, "no explicit key and secret, and botocore is not installed"
-        provider = BotocoreCredentials(profile)
-        if "region" not in config and (region := _profile_region(profile)):
-            config["region"] = region
-    if "endpoint" not in config and "region" not in config:
+            continue
+        return {}, None, f"storage option {name!r} has no obstore equivalent"
+    if endpoint.unread_endpoint is not None:
+        return (
+            {},
+            None,
+            f"{endpoint.unread_endpoint} is set, which obstore would read and botocore does "
+            "not, so the two clients would go to different endpoints (pass endpoint_url, "
+            f"or unset {endpoint.unread_endpoint})",
+        )
+    if endpoint.botocore_only:
+        return (
+            {},
+            None,
+            f"{endpoint.botocore_only[0]} is a botocore setting obstore does not apply, so "
+            "the two clients would not send the same requests to the same endpoint",
+        )
+    if endpoint.endpoint_url is None and endpoint.region is None:
         return {}, None, "neither an endpoint nor a region (s3fs looks up the bucket's region)"
+    config: dict[str, Any] = {}
+    if endpoint.endpoint_url is not None:
+        config["endpoint"] = endpoint.endpoint_url
+    if endpoint.region is not None:
+        config["region"] = endpoint.region
+    credentials = endpoint.credentials
+    provider = None
+    if credentials.kind == "anonymous":
+        config["skip_signature"] = True
+    elif credentials.kind == "static":
+        config["access_key_id"] = credentials.access_key_id
+        config["secret_access_key"] = credentials.secret_access_key
+        if credentials.session_token is not None:
+            config["session_token"] = credentials.session_token
+    elif importlib.util.find_spec("botocore") is None:
+        return {}, None, "no explicit key and secret, and botocore is not installed"
+    else:
+        provider = BotocoreCredentials(credentials.profile)
     return config, provider, None
 
 
-def refusal(options: Mapping[str, Any]) -> str | None:
+def refusal(options: Mapping[str, Any], endpoint: S3Endpoint) -> str | None:
     """Why s3fs-style ``options`` cannot be measured through obstore (None: they can)."""
     if importlib.util.find_spec("obstore") is None:
         return "obstore is not installed"
-    return _translate(options)[2]
+    return _translate(options, endpoint)[2]
 
 
 def open_obstore(
-    options: Mapping[str, Any], *, required: bool
+    options: Mapping[str, Any], endpoint: S3Endpoint, *, required: bool
 ) -> tuple[ObstoreBackend, BotocoreCredentials | None] | None:
-    """An obstore backend for s3fs-style ``options`` (and its credential provider), or
-    None when ``auto`` should use s3fs; with ``required`` a clear error instead.
+    """An obstore backend for s3fs-style ``options`` resolved to ``endpoint`` (and its
+    credential provider), or None when ``auto`` should use s3fs; with ``required`` a
+    clear error instead.
 
-    Its ranged reads fall back to s3fs for the same options when s3fs is installed."""
+    Its ranged reads fall back to s3fs, handed the same endpoint, when s3fs is installed."""
     if importlib.util.find_spec("obstore") is None:
         if required:
             raise MissingDependencyError(
@@ -156,7 +170,7 @@ def open_obstore(
                 "pip install 'storeprobe[s3]'"
             )
         return None
-    config, provider, reason = _translate(options)
+    config, provider, reason = _translate(options, endpoint)
     if reason is not None:
         if required:
             raise ConfigurationError(
@@ -168,8 +182,28 @@ def open_obstore(
     fs = open_store("s3", config, **extra)
     fallback: Callable[[], AsyncBackend] | None = None
     if importlib.util.find_spec("s3fs") is not None:
-        fallback = functools.partial(s3fs_backend, dict(options))
+        fallback = functools.partial(s3fs_backend, s3fs_options(options, endpoint))
     return ObstoreBackend(fs, range_fallback=fallback), provider
+
+
+def s3fs_options(options: Mapping[str, Any], endpoint: S3Endpoint) -> dict[str, Any]:
+    """s3fs's storage options for ``options`` with ``endpoint``'s endpoint and region
+    given explicitly (``client_kwargs``), so s3fs sends its requests where obstore
+    would: botocore alone would not read ``AWS_REGION``, nor fsspec's configuration
+    where ``client_kwargs`` are given."""
+    merged = {**fsspec_defaults(), **options}
+    raw = merged.get("client_kwargs")
+    client = dict(raw) if isinstance(raw, Mapping) else {}
+    handed = dict(options)
+    if endpoint.endpoint_url is not None:
+        client["endpoint_url"] = endpoint.endpoint_url
+        if "endpoint_url" in merged:  # s3fs passes it beside client_kwargs: keep them equal
+            handed["endpoint_url"] = endpoint.endpoint_url
+    if endpoint.region is not None:
+        client["region_name"] = endpoint.region
+    if client:
+        handed["client_kwargs"] = client
+    return handed
 
 
 def s3fs_backend(options: Mapping[str, Any]) -> S3Backend:
