@@ -102,6 +102,14 @@ def _tool(run: ToolRun) -> str:
     return f"{run.tool} ({'s3' if scheme == 's3' else 'disk'})"
 
 
+def _ok(step: ToolStep) -> str:
+    """``yes``, or what is wrong: a restore that differs, a log that misses objects."""
+    wrong = [f"{len(step.problems)} files differ"] if step.problems else []
+    if step.log_consistent is False:
+        wrong.append("log does not explain the objects")
+    return "; ".join(wrong) or "yes"
+
+
 def table(runs: list[ToolRun]) -> str:
     kinds = [
         k for k in KINDS if any(s.requests and s.requests.count(k) for r in runs for s in r.steps)
@@ -124,7 +132,7 @@ def table(runs: list[ToolRun]) -> str:
                         f"{step.objects:,}",
                         f"{step.space:,}",
                         f"{step.seconds:.2f}",
-                        "yes" if not step.problems else f"{len(step.problems)} differ",
+                        _ok(step),
                     ]
                 )
                 + " |"

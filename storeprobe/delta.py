@@ -45,10 +45,25 @@ A delta's size is its 4-byte magic, then per run of matched blocks a COPY comman
 followed by those bytes, then one END byte: the literal bytes plus a small overhead.
 The bytes do not depend on how the input is cut into chunks, with one exception: against
 an empty basis (a signature of no blocks) librsync writes one LITERAL command per chunk
-it is given (3 bytes each for chunks of up to 64 KiB; ``rdiff`` gives its 256-byte blocks,
-so its delta of 3 000 000 bytes against an empty file has 11 719 commands and 3 035 161
-bytes, against 3 000 010 for one buffer here). rdiff-backup and duplicity store new files
-whole, never as such deltas.
+it is given (1 to 9 bytes each; ``rdiff`` writes one per 256 bytes there, so its delta of
+3 000 000 bytes against an empty file has 11 719 commands and 3 035 161 bytes, against
+3 000 010 for one buffer here). rdiff-backup and duplicity store new files whole, never
+as such deltas.
+
+What the tools store (``tests/test_delta.py`` checks each against the real tool):
+
+- rdiff-backup keeps the newest version whole in its mirror and the previous one as a
+  *reverse* delta, ``delta(signature(new, SignatureArgs.rdiff_backup(len(new))), old)``,
+  gzipped, in ``rdiff-backup-data/increments/<path>.<time>.diff.gz``;
+- duplicity's full backup stores each file's ``signature(old, SignatureArgs.duplicity(n))``
+  as ``signature/<path>`` in ``duplicity-full-signatures.<time>.sigtar.gz``, and an
+  incremental the forward ``delta(that signature, new)`` as ``diff/<path>`` in its
+  ``duplicity-inc.<times>.vol<n>.difftar.gz`` (gzip; GnuPG too unless
+  ``--no-encryption``), with the new signatures in a ``new-signatures`` sigtar.
+
+For example, a 4 MiB file with three regions (1 451 bytes) rewritten in place: both
+tools' block is 2048 bytes, the delta 8 239 bytes, rdiff-backup's ``.diff.gz`` 8 297, the
+whole duplicity incremental volume 8 397, the signature 24 588 (its sigtar.gz 24 879).
 
 The library is loaded on first use, not at import; where it is missing, every function
 raises :class:`~storeprobe.errors.MissingDependencyError` naming the package.
@@ -275,7 +290,7 @@ def _library() -> ctypes.CDLL:
 
 
 def _version_of(lib: ctypes.CDLL) -> str:
-    raw = (ctypes.c_char * 64).in_dll(lib, "rs_librsync_version").value
+    raw = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(lib, "rs_librsync_version")))
     found = re.search(r"\d+\.\d+(?:\.\d+)?", raw.decode("ascii", "replace"))
     if found is None:
         raise ValueError(f"unexpected librsync version {raw!r}")

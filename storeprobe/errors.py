@@ -6,7 +6,7 @@ would naturally catch, so ``except ValueError`` and ``except OSError`` keep work
     StoreProbeError
     ├── ConfigurationError (ValueError)      bad workload, size string, option or label
     │   └── UnitError (ValueError)           a size string that is malformed or ambiguous
-    ├── MissingDependencyError (ImportError) a protocol whose fsspec package is not installed
+    ├── MissingDependencyError (ImportError) a protocol's fsspec package, or librsync, is missing
     ├── ResultFormatError (ValueError)       a results document that cannot be loaded
     └── TargetError (OSError)                the storage cannot be used as asked
         ├── TargetUnreachableError (ConnectionError)

@@ -238,7 +238,8 @@ class ToolStep:
     """One backup or restore by a real tool, and what its target held afterwards.
 
     ``requests`` is what the S3 server saw during the step (None for a disk target).
-    ``objects`` and ``space`` describe the target after the step: on S3 the objects
+    ``objects_before`` counts the target's objects before the step; ``objects`` and
+    ``space`` describe the target after it: on S3 the objects
     under the tool's prefix and the sum of their sizes; on disk the regular files under
     the target (each path once) and ``du -sb`` (apparent bytes of files and directories,
     hard links once). ``file_bytes`` is the bytes of the target's files alone (each
@@ -251,6 +252,7 @@ class ToolStep:
     version: int  # the version backed up or restored (0 = the first); -1 for init
     target: str  # "s3://bucket/prefix" or "file:///path"
     requests: Requests | None
+    objects_before: int
     objects: int
     space: int
     file_bytes: int
@@ -259,6 +261,15 @@ class ToolStep:
     output: str = field(default="", repr=False)  # the last command's stdout
     #: a restore checked by :func:`run_tool`: what differs from the version (() if nothing)
     problems: tuple[str, ...] = ()
+
+    @property
+    def log_consistent(self) -> bool | None:
+        """Whether the objects the log saw written and deleted explain the target's count:
+        ``objects == objects_before + objects_written - keys_deleted`` (None on disk)."""
+        if self.requests is None:
+            return None
+        written, deleted = self.requests.objects_written, self.requests.keys_deleted
+        return self.objects == self.objects_before + written - deleted
 
     @property
     def bytes_sent(self) -> int | None:
@@ -370,6 +381,12 @@ class BackupTool(Protocol):
         ...
 
 
+@frozen
+class _Mark:
+    log_index: int | None
+    objects: int
+
+
 @define
 class _Target:
     """Where a tool stores its backups: an S3 bucket/prefix or a local directory."""
@@ -396,25 +413,34 @@ class _Target:
             return f"file://{self.path}"
         return f"s3://{self.bucket}/{self.prefix}"
 
-    def mark(self) -> int | None:
-        """Where the log is now (None for a disk target): pass it to :meth:`step`."""
-        if self.bucket is None:
-            return None
-        return self.workspace.require_s3().log.mark()
+    def objects(self) -> int:
+        """Objects on the target now (S3: keys under the prefix; disk: regular files)."""
+        if self.bucket is not None:
+            server = self.workspace.require_s3()
+            return len(server.objects(self.bucket, self.prefix + "/" if self.prefix else ""))
+        assert self.path is not None
+        return tree_stats(self.path)[0] if self.path.exists() else 0
+
+    def mark(self) -> _Mark:
+        """Where the log is and what the target holds, before a step: pass it to :meth:`step`."""
+        index = None if self.bucket is None else self.workspace.require_s3().log.mark()
+        return _Mark(log_index=index, objects=self.objects())
 
     def step(
         self,
         tool: str,
         action: Literal["init", "backup", "restore"],
         version: int,
-        before: int | None,
+        before: _Mark,
         seconds: float,
         commands: Sequence[Sequence[str]],
         output: str = "",
     ) -> ToolStep:
-        if self.bucket is not None and before is not None:
+        if self.bucket is not None and before.log_index is not None:
             server = self.workspace.require_s3()
-            requests: Requests | None = server.log.snapshot(before).where(bucket=self.bucket)
+            requests: Requests | None = server.log.snapshot(before.log_index).where(
+                bucket=self.bucket
+            )
             stored = server.objects(self.bucket, self.prefix + "/" if self.prefix else "")
             objects = len(stored)
             space = file_bytes = sum(o.size for o in stored)
@@ -429,6 +455,7 @@ class _Target:
             version=version,
             target=self.url,
             requests=requests,
+            objects_before=before.objects,
             objects=objects,
             space=space,
             file_bytes=file_bytes,
@@ -680,9 +707,10 @@ class RdiffBackup:
             str(self.source),
             str(self.path),
         ]
+        before = self.target.mark()
         out, seconds = self.workspace.run(argv)
         self.backups += 1
-        return self.target.step(self.name, "backup", version, None, seconds, [argv], out)
+        return self.target.step(self.name, "backup", version, before, seconds, [argv], out)
 
     def restore(self, version: int, into: Path) -> ToolStep:
         argv = [
@@ -693,8 +721,9 @@ class RdiffBackup:
             str(self.path),
             str(_fresh_dir(into)),
         ]
+        before = self.target.mark()
         out, seconds = self.workspace.run(argv)
-        return self.target.step(self.name, "restore", version, None, seconds, [argv], out)
+        return self.target.step(self.name, "restore", version, before, seconds, [argv], out)
 
 
 @define
@@ -729,14 +758,16 @@ class Rsnapshot:
             f"{self.source}/",
             f"{self.path}/snap{version}/",
         ]
+        before = self.target.mark()
         out, seconds = self.workspace.run(argv)
         self.backups += 1
-        return self.target.step(self.name, "backup", version, None, seconds, [argv], out)
+        return self.target.step(self.name, "backup", version, before, seconds, [argv], out)
 
     def restore(self, version: int, into: Path) -> ToolStep:
         argv = [_binary("rsync"), "-a", f"{self.path}/snap{version}/", f"{_fresh_dir(into)}/"]
+        before = self.target.mark()
         out, seconds = self.workspace.run(argv)
-        return self.target.step(self.name, "restore", version, None, seconds, [argv], out)
+        return self.target.step(self.name, "restore", version, before, seconds, [argv], out)
 
 
 @define

@@ -2,7 +2,7 @@
 
 :func:`logging_s3` serves moto's S3 WSGI app (``DomainDispatcherApplication``, in this
 process, objects in memory) with werkzeug's threaded server on a free loopback port,
-behind a middleware that records each request when its response is complete: method,
+behind a middleware that records each request before its response is sent: method,
 bucket, key, query, kind, status, body bytes in and out, Range, keys of a multi-object
 delete (:class:`Request`). :class:`RequestLog` holds them; ``log.snapshot()`` is a frozen
 :class:`Requests` with counts by kind, bytes, filters by bucket and key prefix, and the
@@ -32,7 +32,11 @@ kind           requests
 
 An object written by upload is one ``put``, or one multipart upload (a ``multipart``
 create, its ``part`` requests, a ``multipart`` complete): :attr:`Requests.objects_written`
-counts successful puts, completes and copies.
+counts successful puts, completes and copies. To compare with storeprobe's own figures,
+:attr:`Requests.by_storeprobe_kind` names the kinds as ``storeprobe.request.Kind`` does
+(``put-part``, ``create-multipart``, ``complete-multipart``), and
+:attr:`Requests.by_class` groups them as issue 23's tolerances do (writes, reads,
+checks, listings, deletes, control).
 
 Bytes are HTTP body bytes only, no headers: ``bytes_in`` is what the server received
 (request bodies as sent, including any aws-chunked framing), ``bytes_out`` what it sent
@@ -122,6 +126,20 @@ class Request:
         return next((value for name, value in self.query if name == "prefix"), "")
 
     @property
+    def storeprobe_kind(self) -> str:
+        """The kind as storeprobe's request model names it (``storeprobe.request.Kind``):
+        ``put-part``, ``create-multipart``, ``complete-multipart`` for the multipart steps;
+        the kinds it lacks keep the harness's name (``copy``, ``bucket``, ``other``) and
+        an abort is ``abort-multipart``."""
+        if self.kind == "part":
+            return "put-part"
+        if self.kind == "multipart":
+            if self.method == "DELETE":
+                return "abort-multipart"
+            return "create-multipart" if _has(self, "uploads") else "complete-multipart"
+        return self.kind
+
+    @property
     def subject(self) -> str:
         """The key, or for a listing its prefix: what a prefix filter matches."""
         return self.key or self.prefix
@@ -143,6 +161,10 @@ class Request:
 
 
 _SHOWN = frozenset({"uploads", "uploadId", "partNumber", "delete", "list-type", "location"})
+
+
+def _has(request: Request, name: str) -> bool:
+    return any(key == name for key, _ in request.query)
 
 
 def _subject_under(request: Request, prefix: str) -> bool:
@@ -207,6 +229,26 @@ class Requests:
         counted = Counter(r.kind for r in self.records)
         return {kind: counted.get(kind, 0) for kind in KINDS}
 
+    @property
+    def by_storeprobe_kind(self) -> Mapping[str, int]:
+        """Requests by :attr:`Request.storeprobe_kind` (only kinds present), to compare
+        with a storeprobe Result's ``requests_by_kind``."""
+        return dict(Counter(r.storeprobe_kind for r in self.records))
+
+    @property
+    def by_class(self) -> Mapping[str, int]:
+        """Requests in the classes issue 23's tolerances name: ``writes`` (put, part,
+        copy), ``reads`` (get), ``checks`` (head of an object), ``listings`` (list),
+        ``deletes`` (delete requests, a multi-object delete once) and ``control`` (the
+        multipart create/complete/abort, bucket-level and other requests)."""
+        classes = {
+            "put": "writes", "part": "writes", "copy": "writes", "get": "reads",
+            "head": "checks", "list": "listings", "delete": "deletes",
+        }  # fmt: skip
+        counted = Counter(classes.get(r.kind, "control") for r in self.records)
+        names = ("writes", "reads", "checks", "listings", "deletes", "control")
+        return {name: counted.get(name, 0) for name in names}
+
     def count(self, kind: Kind) -> int:
         """Requests of ``kind``."""
         return sum(1 for r in self.records if r.kind == kind)
@@ -267,13 +309,7 @@ class Requests:
 
 
 def _creates_object(request: Request) -> bool:
-    if request.kind in ("put", "copy"):
-        return True
-    return (
-        request.kind == "multipart"
-        and request.method == "POST"
-        and any(name == "uploadId" for name, _ in request.query)
-    )
+    return request.kind in ("put", "copy") or request.storeprobe_kind == "complete-multipart"
 
 
 def classify(method: str, bucket: str, key: str, query: Mapping[str, str], copy: bool) -> Kind:
@@ -422,36 +458,33 @@ def _logging_middleware(app: WSGIApplication, log: RequestLog) -> WSGIApplicatio
             status[0] = int(status_line.split(" ", 1)[0])
             return start_response(status_line, headers, exc_info)
 
+        # the whole response is drained and the request logged before a byte of it is
+        # sent: once the client has its answer, the log already has the request (a record
+        # added after the response could land after the step that caused it was read)
         result = app(environ, recording_start)
-
-        def counted() -> Iterator[bytes]:
-            sent = 0
-            try:
-                for chunk in result:
-                    sent += len(chunk)
-                    yield chunk
-            finally:
-                close = getattr(result, "close", None)
-                if close is not None:
-                    close()
-                if not untracked:
-                    log.add(
-                        Request(
-                            index=-1,
-                            method=method,
-                            bucket=bucket,
-                            key=key,
-                            query=query,
-                            kind=kind,
-                            status=status[0],
-                            bytes_in=len(body),
-                            bytes_out=0 if method == "HEAD" else sent,
-                            range=environ.get("HTTP_RANGE") if kind == "get" else None,
-                            deleted_keys=deleted,
-                        )
-                    )
-
-        return counted()
+        try:
+            chunks = list(result)
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+        if not untracked:
+            log.add(
+                Request(
+                    index=-1,
+                    method=method,
+                    bucket=bucket,
+                    key=key,
+                    query=query,
+                    kind=kind,
+                    status=status[0],
+                    bytes_in=len(body),
+                    bytes_out=0 if method == "HEAD" else sum(len(chunk) for chunk in chunks),
+                    range=environ.get("HTTP_RANGE") if kind == "get" else None,
+                    deleted_keys=deleted,
+                )
+            )
+        return chunks
 
     return middleware
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import boto3  # type: ignore[import-untyped]
 import pytest
 from botocore.config import Config
+from werkzeug.test import EnvironBuilder
 
 from storeprobe.dataset import Image, Sizes, Tree
 from tests.backup_tools import (
@@ -24,6 +26,7 @@ from tests.backup_tools import (
     LoggingS3,
     RcloneSync,
     RdiffBackup,
+    RequestLog,
     Requests,
     Restic,
     Rsnapshot,
@@ -36,6 +39,10 @@ from tests.backup_tools import (
     materialize,
     run_tool,
 )
+from tests.s3_log import _logging_middleware
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
 TREE = Tree.generate(48, Sizes.uniform("1KiB", "12KiB"), seed=7)
 VERSIONS = (TREE, TREE.evolve(changed=6, added=3, deleted=2, seed=1))
@@ -60,6 +67,9 @@ def _run(
     for version in VERSIONS:
         materialize(version, source)
         steps.append(tool.backup(version))
+        # on S3 the log explains the target: written minus deleted is what it gained
+        on_s3 = steps[-1].requests is not None
+        assert steps[-1].log_consistent is (True if on_s3 else None)
     return steps
 
 
@@ -70,6 +80,7 @@ def _restore_checked(
     for index, version in enumerate(VERSIONS):
         steps.append(tool.restore(index, into / str(index)))
         assert check_directory(version, into / str(index)) == ()
+        assert steps[-1].objects == steps[-1].objects_before
     return steps
 
 
@@ -128,7 +139,7 @@ def test_log_counts_requests_and_body_bytes(s3: LoggingS3) -> None:
         Bucket="logtest", Delete={"Objects": [{"Key": "a/one"}, {"Key": "a/two"}]}
     )
     seen = s3.log.snapshot().after(before).where(bucket="logtest")
-    assert dict(seen.by_kind) | {} == {
+    assert dict(seen.by_kind) == {
         "put": 3, "part": 0, "multipart": 0, "copy": 0, "get": 1, "head": 1, "list": 1,
         "delete": 1, "bucket": 0, "other": 0,
     }  # fmt: skip
@@ -141,9 +152,58 @@ def test_log_counts_requests_and_body_bytes(s3: LoggingS3) -> None:
     assert seen.objects_written == 3
     assert seen.where(prefix="a/").count("put") == 2
     assert seen.where(prefix="a/").count("list") == 1  # the listing's prefix matches
+    assert dict(seen.by_class) == {
+        "writes": 3, "reads": 1, "checks": 1, "listings": 1, "deletes": 1, "control": 0,
+    }  # fmt: skip
     assert [o.key for o in s3.objects("logtest")] == ["b/three"]  # untracked
     assert len(s3.log.snapshot().after(before)) == len(seen)
     s3.delete_bucket("logtest")
+
+
+def test_a_multipart_upload_is_create_parts_complete(s3: LoggingS3) -> None:
+    s3.create_bucket("multipart")
+    client = boto3.client(
+        "s3",
+        endpoint_url=s3.endpoint,
+        aws_access_key_id=S3_KEY,
+        aws_secret_access_key=S3_SECRET,
+        region_name="us-east-1",
+        config=Config(request_checksum_calculation="when_required"),
+    )
+    mark = s3.log.mark()
+    upload = client.create_multipart_upload(Bucket="multipart", Key="big")["UploadId"]
+    parts = []
+    for number, size in ((1, 5 << 20), (2, 1000)):
+        etag = client.upload_part(
+            Bucket="multipart", Key="big", UploadId=upload, PartNumber=number, Body=b"z" * size
+        )["ETag"]
+        parts.append({"ETag": etag, "PartNumber": number})
+    client.complete_multipart_upload(
+        Bucket="multipart", Key="big", UploadId=upload, MultipartUpload={"Parts": parts}
+    )
+    seen = s3.log.snapshot(mark)
+    assert dict(seen.by_storeprobe_kind) == {
+        "create-multipart": 1, "put-part": 2, "complete-multipart": 1,
+    }  # fmt: skip
+    assert seen.count("part") == 2
+    assert seen.count("multipart") == 2
+    assert seen.objects_written == 1
+    assert seen.where(kind="part").bytes_in == (5 << 20) + 1000
+    assert s3.objects("multipart")[0].size == (5 << 20) + 1000
+    s3.delete_bucket("multipart")
+
+
+def test_a_request_is_logged_before_its_response_is_sent() -> None:
+    # so a client that has its answer (and a tool that has exited) never races the log
+    def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterator[bytes]:
+        start_response("200 OK", [("Content-Length", "5")])
+        yield b"hello"
+
+    log = RequestLog()
+    environ = EnvironBuilder(path="/b/k", method="GET").get_environ()
+    response = _logging_middleware(app, log)(environ, lambda *args: lambda data: None)
+    assert [r.describe() for r in log.snapshot()] == ["GET b/k [get] 0 B in, 5 B out (200)"]
+    assert b"".join(response) == b"hello"
 
 
 # -- datasets on disk ---------------------------------------------------------------------
@@ -225,6 +285,8 @@ def test_duplicity_on_s3_and_disk(workspace: Workspace, tmp_path: Path) -> None:
         materialize(version, source)
         steps_s3.append(on_s3.backup(version))
         steps_disk.append(on_disk.backup(version))
+        assert steps_s3[-1].log_consistent is True
+        assert steps_disk[-1].log_consistent is None
     # each step: one difftar volume, one signature archive, one manifest
     assert [step.objects for step in steps_s3] == [3, 6]
     assert [step.objects for step in steps_disk] == [3, 6]

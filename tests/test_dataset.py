@@ -23,6 +23,7 @@ from storeprobe.dataset import (
     Image,
     Sizes,
     Tree,
+    content,
     dataset_from_dict,
 )
 from storeprobe.delta import delta, measure_delta, patch, signature
@@ -547,6 +548,29 @@ def test_the_delta_of_a_file_rewritten_in_place_is_small() -> None:
     assert measure_delta(sig, whole.payload(whole.files[0])).copy_bytes == 0
 
 
+def test_content_streams_a_file_through_one_buffer() -> None:
+    tree = _in_place_versions()[-1]
+    file = max(tree.files, key=lambda f: f.size)
+    pieces = [bytes(piece) for piece in content(tree, file, piece_size=70_000)]
+    assert b"".join(pieces) == tree.payload(file)
+    assert {len(piece) for piece in pieces[:-1]} == {70_000}
+    views = list(content(tree, file, piece_size=70_000))
+    assert len({id(view.obj) for view in views}) == 1  # one buffer, reused
+    assert list(content(tree, File("empty", 0))) == []
+    with pytest.raises(ConfigurationError, match="piece_size"):
+        list(content(tree, file, piece_size=0))
+
+
+def test_deltas_stream_from_content() -> None:
+    trees = _in_place_versions()
+    new = next(f for f in trees[1].files if f.in_place and f.size > 100_000)
+    old = next(f for f in trees[0].files if f.path == new.path)
+    whole = delta(signature(trees[0].payload(old)), trees[1].payload(new))
+    sig = signature(content(trees[0], old, piece_size=50_000), size=old.size)
+    assert sig == signature(trees[0].payload(old))
+    assert delta(sig, content(trees[1], new, piece_size=33_333)) == whole
+
+
 def test_in_place_trees_round_trip_through_dicts() -> None:
     tree = _in_place_versions()[-1]
     data = json.loads(json.dumps(tree.to_dict()))
@@ -562,7 +586,7 @@ def test_in_place_trees_round_trip_through_dicts() -> None:
     [
         lambda: _base().evolve(rewrite=1.5),
         lambda: _base().evolve(rewrite=-0.1),
-        lambda: _base().evolve(rewrite="half"),
+        lambda: _base().evolve(rewrite="half"),  # type: ignore[arg-type]
         lambda: _base().evolve(rewrite=True),
         lambda: File("a", 1, 1, (1,)),
         lambda: File("a", 1, 3, (2, 1)),
@@ -798,6 +822,15 @@ def test_image_evolve_is_deterministic_and_cumulative() -> None:
     assert nothing.version == 1
     assert nothing.file.generation == 0
     assert nothing.diff(v0).changed_bytes == 0
+
+
+def test_a_changed_image_is_rewritten_in_place() -> None:
+    v0 = Image.create("1MiB", block_size="4KiB")
+    v1 = v0.evolve(fraction=0.02)
+    changes = v1.diff(v0)
+    assert changes.in_place == changes.changed == v1.files
+    assert changes.changed_bytes == 5 * 4 * KiB
+    assert v1.evolve(fraction=0).diff(v1).in_place == ()
 
 
 def test_image_refuses_another_version_s_file() -> None:

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gzip
 import io
 import json
 import math
+import os
 import shutil
 import subprocess
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storeprobe import delta as delta_module
-from storeprobe.dataset import Image
+from storeprobe.dataset import File, Image, Tree
 from storeprobe.delta import (
     DELTA_MAGIC,
     Magic,
@@ -156,6 +159,76 @@ def test_rdiff_backup_and_duplicity_make_the_same_signatures_and_deltas(tmp_path
         sig = signature(old, args)
         assert sig.data.hex() == tools[name + "_sig"]
         assert delta(sig, new).hex() == tools[name + "_delta"]
+
+
+def _in_place_file(size: int = 4 * MiB) -> tuple[bytes, bytes]:
+    """A file and its next version with a few regions rewritten in place (Tree, rewrite)."""
+    v0 = Tree(files=(File("data.bin", size),), seed=3)
+    v1 = v0.evolve(changed=1, added=0, deleted=0, rewrite=1.0)
+    return v0.payload(v0.files[0]), v1.payload(v1.files[0])
+
+
+def test_rdiff_backup_stores_exactly_this_reverse_delta(tmp_path: Path) -> None:
+    """rdiff-backup keeps the newest file whole and the old one as a gzipped reverse delta:
+    the delta from the new version's signature to the old version."""
+    rdiff_backup = _tool("rdiff-backup")
+    old, new = _in_place_file()
+    source, target = tmp_path / "source", tmp_path / "target"
+    source.mkdir()
+    for when, data in ((100_000, old), (200_000, new)):
+        (source / "data.bin").write_bytes(data)
+        os.utime(source / "data.bin", (when, when))  # the tools compare sizes and mtimes
+        subprocess.run(
+            [rdiff_backup, "--current-time", str(when), "backup", str(source), str(target)],
+            check=True,
+            capture_output=True,
+        )
+    (increment,) = (target / "rdiff-backup-data" / "increments").glob("data.bin.*.diff.gz")
+    stored = gzip.decompress(increment.read_bytes())
+    ours = delta(signature(new, SignatureArgs.rdiff_backup(len(new))), old)
+    assert len(stored) == len(ours)
+    assert stored == ours
+    assert patch(new, stored) == old
+
+
+def test_duplicity_stores_exactly_this_signature_and_delta(tmp_path: Path) -> None:
+    """duplicity's full backup stores the signature, its incremental the forward delta
+    (``diff/<path>`` in the volume's tar, ``signature/<path>`` in the signature tar)."""
+    duplicity = _tool("duplicity")
+    old, new = _in_place_file()
+    source, target = tmp_path / "source", tmp_path / "target"
+    source.mkdir()
+    for when, kind, data in ((100_000, "full", old), (200_000, "incremental", new)):
+        (source / "data.bin").write_bytes(data)
+        os.utime(source / "data.bin", (when, when))
+        subprocess.run(
+            [
+                duplicity,
+                kind,
+                "--no-encryption",
+                "--current-time",
+                str(when),
+                "--archive-dir",
+                str(tmp_path / "cache"),
+                str(source),
+                f"file://{target}",
+            ],
+            check=True,
+            capture_output=True,
+        )
+    args = SignatureArgs.duplicity(len(old))
+    (signatures,) = target.glob("duplicity-full-signatures.*.sigtar.gz")
+    with tarfile.open(signatures) as archive:
+        member = archive.extractfile("signature/data.bin")
+        assert member is not None
+        assert member.read() == signature(old, args).data
+    (volume,) = target.glob("duplicity-inc.*.vol1.difftar.gz")
+    with tarfile.open(volume) as archive:
+        member = archive.extractfile("diff/data.bin")
+        assert member is not None
+        stored = member.read()
+    assert stored == delta(signature(old, args), new)
+    assert len(stored) < 3 * 16 * KiB
 
 
 @settings(max_examples=40, deadline=None)

@@ -13,7 +13,8 @@ reads sizes and never content):
   taken from a real directory; :meth:`Tree.evolve` gives the next version;
 - :class:`Image`: one large file (``disk.img``) in blocks, each with its generation;
   :meth:`Image.evolve` rewrites a fraction of the blocks in place;
-- :class:`Changes`: what differs between two versions (:meth:`Tree.diff`).
+- :class:`Changes`: what differs between two versions (:meth:`Tree.diff`);
+- :func:`content`: a file's bytes in pieces through one reused buffer.
 
 Content is generated like :mod:`storeprobe.workload` payloads (numpy SFC64, one
 independently seeded 1 MiB block at a time, so incompressible and producible in
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from storeprobe.dataset._common import IMAGE_PATH, Changes, Dataset, File
+from storeprobe.dataset._common import IMAGE_PATH, Changes, Dataset, File, content
 from storeprobe.dataset.image import Image
 from storeprobe.dataset.layout import SOURCE_TREE, SourceTreeShape
 from storeprobe.dataset.sizes import Sizes
@@ -52,6 +53,7 @@ __all__ = [
     "Sizes",
     "SourceTreeShape",
     "Tree",
+    "content",
     "dataset_from_dict",
 ]
 

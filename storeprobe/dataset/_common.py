@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
 import attrs
@@ -238,7 +238,8 @@ class Changes:
     #: without in-place rewrites)
     rewritten_bytes: int | None = None
     #: the changed files whose bytes differ only in regions rewritten in place (a subset
-    #: of ``changed``; a binary delta against the previous version is small for these)
+    #: of ``changed``: a tree's files rewritten in place, a changed image); a binary
+    #: delta against the previous version is small for these
     in_place: tuple[File, ...] = ()
 
     @property
@@ -305,6 +306,24 @@ class Dataset(Protocol):
     def describe(self) -> str:
         """A one-line description."""
         ...
+
+
+def content(
+    dataset: Dataset, file: File, *, piece_size: int = GENERATION_BLOCK
+) -> Iterator[memoryview]:
+    """The bytes of ``file`` in order, in pieces of at most ``piece_size`` (1 MiB).
+
+    One buffer is reused: a piece is valid until the next one is drawn, so memory stays
+    at ``piece_size`` for a file of any size. Functions that read each piece before
+    asking for the next (:func:`storeprobe.delta.signature`, ``delta``, ``measure_delta``,
+    a hash's ``update``, a file's ``write``) take it as it is; copy a piece to keep it.
+    """
+    piece_size = _int("piece_size", piece_size, 1, 1 << 30)
+    buffer = memoryview(bytearray(min(piece_size, max(file.size, 1))))
+    for start in range(0, file.size, piece_size):
+        view = buffer[: min(piece_size, file.size - start)]
+        dataset.fill(file, start, view)
+        yield view
 
 
 def _approximate(nbytes: int) -> str:

@@ -205,12 +205,17 @@ class Image:
         """The image as changed (or unchanged) since ``previous``.
 
         ``changed_bytes`` is the changed blocks × block size: the bytes that differ,
-        which a block-level incremental backup must move at least.
+        which a block-level incremental backup must move at least. A changed image is
+        also in ``in_place``: it was rewritten in place.
         """
         blocks = self.changed_blocks(previous)
         if blocks.size == 0:
             return Changes(unchanged=self.files, rewritten_bytes=0)
-        return Changes(changed=self.files, rewritten_bytes=int(blocks.size) * self.block_size)
+        return Changes(
+            changed=self.files,
+            rewritten_bytes=int(blocks.size) * self.block_size,
+            in_place=self.files,
+        )
 
     def _check_same_disk(self, previous: object) -> None:
         if not isinstance(previous, Image):
