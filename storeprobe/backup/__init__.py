@@ -6,6 +6,8 @@ of a dataset (a :class:`~storeprobe.dataset.Tree` and its ``evolve``\\ d success
 is a Result. What a step asks of the storage is decided by its method, one module each:
 
 - ``files`` (:mod:`storeprobe.backup.files`): whole-file sync, as ``rclone sync``;
+- ``duplicity`` (:mod:`storeprobe.backup.duplicity`): duplicity 0.8's chain of tar
+  volumes, librsync signatures and deltas, and manifests;
 - ``chunks`` (:mod:`storeprobe.backup.chunks`): a generic per-file chunk store, one HEAD
   per chunk (models no particular tool).
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 from typing import TypeAlias
 
 from storeprobe.backup.chunks import Chunks
+from storeprobe.backup.duplicity import Duplicity
 from storeprobe.backup.files import Files
 from storeprobe.backup.method import BackupMethod, Replay
 from storeprobe.backup.objects import Blob, Read
@@ -34,6 +37,7 @@ __all__ = [
     "Blob",
     "Chunking",
     "Chunks",
+    "Duplicity",
     "Files",
     "Leftover",
     "Method",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from storeprobe.backup.chunks import Chunks
+from storeprobe.backup.duplicity import Duplicity
 from storeprobe.backup.files import Files
 from storeprobe.backup.method import BackupMethod
 from storeprobe.errors import ConfigurationError
@@ -14,6 +15,7 @@ __all__ = ["METHODS", "method_for"]
 
 _REGISTRY: dict[str, type[BackupMethod]] = {
     Files.name: Files,
+    Duplicity.name: Duplicity,
     Chunks.name: Chunks,
 }
 
