@@ -62,7 +62,6 @@ hashing, compressing).
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import posixpath
 import shutil
@@ -237,7 +236,8 @@ class _VolumeWriter:
         if self.compression:
             framing = _GZIP_FRAME + _STORED_HEADER * -(-self.raw // _STORED_BLOCK)
             self.segments.append(b"\0" * framing)
-        assert self.first is not None and self.last is not None
+        assert self.first is not None
+        assert self.last is not None
         self.bounds.append((*self.first, *self.last))
         self.volumes.append((self.segments, self.entries))
         self.segments, self.entries = [], []
@@ -379,7 +379,7 @@ class _DuplicityReplay(Replay):
         text = "\n".join(lines) + "\n"
         volumes = []
         for number, (start, start_block, end, end_block) in enumerate(bounds, start=1):
-            digest = hashlib.sha1(f"{number}{start}{end}".encode()).hexdigest()  # noqa: S324
+            digest = hashlib.sha1(f"{number}{start}{end}".encode()).hexdigest()
             volumes.append(
                 f"Volume {number}:\n"
                 f"    StartingPath   {start} {_block_number(start_block)}\n"
@@ -419,8 +419,10 @@ class _DuplicityReplay(Replay):
             session.head([blob.key])
             session.head([blob.key])
             volumes.append(_Volume(blob.key, blob.size, tuple(entries)))
-        session.put([Blob.of_bytes(session.key(sig_name), _sigtar(sigs, self.method.compression))])
-        session.put([Blob.of_bytes(session.key(manifest_name), self._manifest(files, writer.bounds))])
+        sigtar = _sigtar(sigs, self.method.compression)
+        session.put([Blob.of_bytes(session.key(sig_name), sigtar)])
+        manifest = self._manifest(files, writer.bounds)
+        session.put([Blob.of_bytes(session.key(manifest_name), manifest)])
         if not self.chain:
             session.listing([session.prefix])
         self.stored += len(volumes) + 2
@@ -531,4 +533,4 @@ class Duplicity(BackupMethod):
                 "duplicity: list twice, tar volumes (full) or delta volumes (incremental), "
                 "each PUT and HEAD twice, then signatures and manifest"
             )
-        return "duplicity: list twice, then HEAD and GET every volume of the chain up to the version"
+        return "duplicity: list twice, then HEAD and GET every volume of the chain up to it"
