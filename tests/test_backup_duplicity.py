@@ -28,7 +28,9 @@ from storeprobe.dataset import Dataset, Image, Tree
 from storeprobe.errors import ConfigurationError
 from storeprobe.result import Result
 from tests.backup_tools import Duplicity, LoggingS3, ToolStep, Workspace, logging_s3, run_tool
-from tests.conftest import s3_options
+from tests.backup_tools import _Target
+from tests.conftest import s3_options, ssh_options
+from tests.servers import Server
 
 CLASSES = ("writes", "reads", "checks", "listings", "deletes")
 _CLASS_OF = {"put": "writes", "get": "reads", "head": "checks", "list": "listings"}
@@ -258,3 +260,54 @@ def test_bad_options_are_refused() -> None:
     with pytest.raises(ConfigurationError, match="compression must be True or False"):
         DuplicityMethod(compression="yes")  # type: ignore[arg-type]
     assert attrs.evolve(DuplicityMethod(), volume_size="8MiB").volume_size == 8 * 1024 * 1024
+
+
+# -- over ssh: duplicity's paramiko+sftp:// backend against OpenSSH on loopback -------------
+@attrs.define
+class _SftpDuplicity(Duplicity):
+    """duplicity to ``paramiko+sftp://`` (its pexpect backend waits for a prompt here)."""
+
+    port: int = 0
+
+    @property
+    def url(self) -> str:
+        assert self.target.path is not None
+        return f"paramiko+sftp://root@127.0.0.1:{self.port}/{self.target.path}"
+
+
+def test_the_method_matches_duplicity_over_sftp(
+    s3: LoggingS3, ssh_server: Server, tmp_path: Path
+) -> None:
+    assert ssh_server.root is not None
+    keys = ssh_server.root.parent / "ssh"
+    workspace = Workspace(tmp_path / "ws", s3)
+    known = workspace.root / "home" / ".ssh" / "known_hosts"
+    known.parent.mkdir(parents=True)
+    kind, key = (keys / "host.pub").read_text().split()[:2]
+    known.write_text(f"[127.0.0.1]:{ssh_server.port} {kind} {key}\n")
+    target = ssh_server.root / "dup-tool"
+    tool = _SftpDuplicity(
+        workspace,
+        tmp_path / "src",
+        _Target.disk(workspace, target),
+        extra=(f"--ssh-options=-oIdentityFile={keys / 'client'}",),
+        port=ssh_server.port,
+    )
+    run = run_tool(tool, TREE, tmp_path / "src", tmp_path / "restored")
+    assert [s.problems for s in run.restores] == [()] * 3
+    (ssh_server.root / "dup-method").mkdir()
+    probe = Probe.from_url(
+        f"sftp://127.0.0.1{ssh_server.root / 'dup-method'}", ssh_options(ssh_server), streams=1
+    )
+    results = probe.backup_restore(TREE, versions=TREE, method=DuplicityMethod())
+    assert all(r.ok for r in results), [r.errors for r in results]
+    steps = [*run.backups, *run.restores]
+    rows = [
+        Row(
+            step=f"{step.action} v{step.version}",
+            tool=tool_figures(step, steps[i - 1] if 0 < i < 3 else None),
+            method=method_figures(result, logged=False),
+        )
+        for i, (step, result) in enumerate(zip(steps, results, strict=True))
+    ]
+    assert check(rows) == [], "\n" + table(rows)
