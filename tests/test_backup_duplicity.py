@@ -27,8 +27,15 @@ from storeprobe.backup import Duplicity as DuplicityMethod
 from storeprobe.dataset import Dataset, Image, Tree
 from storeprobe.errors import ConfigurationError
 from storeprobe.result import Result
-from tests.backup_tools import Duplicity, LoggingS3, ToolStep, Workspace, logging_s3, run_tool
-from tests.backup_tools import _Target
+from tests.backup_tools import (
+    Duplicity,
+    LoggingS3,
+    ToolStep,
+    Workspace,
+    _Target,
+    logging_s3,
+    run_tool,
+)
 from tests.conftest import s3_options, ssh_options
 from tests.servers import Server
 
