@@ -185,7 +185,8 @@ def table(rows: Sequence[Row]) -> str:
             return f"{t.requests[name]} / {m.requests[name]}"
 
         cells = [pair(name) for name in ("writes", "reads", "checks", "listings")]
-        cells += [f"{tool.written:,} / {method.written:,}", f"{tool.read:,} / {method.read:,}"]
+        read = "–" if tool.requests is None else f"{tool.read:,}"  # disk reads: no log
+        cells += [f"{tool.written:,} / {method.written:,}", f"{read} / {method.read:,}"]
         cells += [f"{tool.objects} / {method.objects}", f"{tool.space:,} / {method.space:,}"]
         lines.append(f"| {row.step} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
