@@ -7,7 +7,8 @@ class (S3: what the logging server saw from duplicity, what storeprobe counted f
 method), bytes written and read, objects stored and space on the target.
 
     python benchmarks/backup_duplicity.py [--tree-size 8MiB] [--image-size 16MiB]
-        [--versions 3] [--image-volsize 5] [--targets s3 disk]
+        [--versions 3] [--tree-volsize 200] [--image-volsize 5] [--tree-part 5]
+        [--image-part 25] [--targets s3 disk]
 """
 
 from __future__ import annotations
@@ -31,23 +32,30 @@ def main() -> None:
     parser.add_argument("--versions", type=int, default=3)
     parser.add_argument("--tree-volsize", type=int, default=200, help="MiB")
     parser.add_argument("--image-volsize", type=int, default=5, help="MiB")
+    parser.add_argument("--tree-part", type=int, default=5, help="--s3-multipart-chunk-size")
+    parser.add_argument("--image-part", type=int, default=25, help="--s3-multipart-chunk-size")
     parser.add_argument("--targets", nargs="+", default=["s3", "disk"], choices=["s3", "disk"])
     args = parser.parse_args()
     cases = {
         "tree": (
             _versions(Tree.source_tree(size=args.tree_size, seed=1), args.versions, rewrite=0.5),
             args.tree_volsize,
+            args.tree_part,
         ),
         "image": (
             _versions(Image.create(args.image_size, seed=1), args.versions, fraction=0.01),
             args.image_volsize,
+            args.image_part,
         ),
     }
     with logging_s3() as s3, tempfile.TemporaryDirectory(prefix="dup-side-") as work:
-        for label, (versions, volsize) in cases.items():
+        for label, (versions, volsize, part) in cases.items():
             for target in args.targets:
-                rows = run_side_by_side(s3, Path(work), label, target, versions, volsize)
-                print(f"\n### {label} ({versions[0].describe()}), {target}, --volsize {volsize}")
+                rows = run_side_by_side(s3, Path(work), label, target, versions, volsize, part)
+                print(
+                    f"\n### {label} ({versions[0].describe()}), {target}, --volsize {volsize}"
+                    f", --s3-multipart-chunk-size {part}"
+                )
                 print("tool / method in every cell\n")
                 print(table(rows))
                 wrong = check(rows)

@@ -35,7 +35,10 @@ user's ``~/.cache/duplicity``). Every rule below is read from that version's cod
 - **Requests** (``dup_main.py``, ``backend.py``, ``backends/s3_boto3_backend.py``), as the
   logging S3 server saw them: every run lists the target twice (collection status);
   each volume is one PUT followed by two HEADs (the size check after upload); then the
-  signatures and the manifest, one PUT each; a full backup lists once more at the end.
+  signatures and the manifest, one PUT each. On S3 an object of
+  ``s3_multipart_chunk_size`` or more (``--s3-multipart-chunk-size``, 25 MiB: boto3's
+  ``upload_file`` with that threshold and chunk size) is a multipart upload instead:
+  create, parts of that size, complete; a full backup lists once more at the end.
   An incremental first HEADs and GETs the previous backup's manifest
   (``check_last_manifest``: the remote copy against the archive dir's); it reads no
   signatures (the archive dir holds them). A restore of version ``k`` lists twice, then
@@ -52,11 +55,9 @@ gzip's framing on incompressible data, 18 bytes and 5 per 16 383-byte stored blo
 ``--no-compression``: each volume is then exactly the tar stream. Signature archives are
 real gzip of real tar. What it leaves out: GnuPG (the tests use ``--no-encryption``;
 encryption adds a little per volume), the bucket HEAD each run starts with (a
-bucket-level request, not an object's), boto3's multipart upload of volumes of 25 MiB
-or more (``--s3-multipart-chunk-size``: the method writes each volume with one PUT), the
-manifest's volume hashes (the line has its length, not the volume's SHA1), the archive
-dir's resynchronisation when it is empty, and the tool's CPU work (reading the source,
-hashing, compressing).
+bucket-level request, not an object's), the manifest's volume hashes (the line has its
+length, not the volume's SHA1), the archive dir's resynchronisation when it is empty,
+and the tool's CPU work (reading the source, hashing, compressing).
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ _GZIP_FRAME = 18  # gzip's header and trailer
 _STORED_BLOCK = 16_383  # zlib level 6 on incompressible input: one stored block per 16 383 B
 _STORED_HEADER = 5
 _BOTO3_CHUNK = 8 * MiB  # boto3 TransferConfig: multipart_threshold = multipart_chunksize
+_S3 = ("s3", "s3a")
 _EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
 EntryKind = Literal["dir", "snapshot", "diff", "deleted"]
@@ -415,12 +417,12 @@ class _DuplicityReplay(Replay):
         volumes: list[_Volume] = []
         for index, (segments, entries) in enumerate(writer.volumes, start=1):
             blob = Blob(key=session.key(volume_name.format(n=index)), segments=segments)
-            session.put([blob])
+            self._put(session, blob)
             session.head([blob.key])
             session.head([blob.key])
             volumes.append(_Volume(blob.key, blob.size, tuple(entries)))
         sigtar = _sigtar(sigs, self.method.compression)
-        session.put([Blob.of_bytes(session.key(sig_name), sigtar)])
+        self._put(session, Blob.of_bytes(session.key(sig_name), sigtar))
         manifest = self._manifest(files, writer.bounds)
         session.put([Blob.of_bytes(session.key(manifest_name), manifest)])
         if not self.chain:
@@ -428,9 +430,18 @@ class _DuplicityReplay(Replay):
         self.stored += len(volumes) + 2
         self.chain.append(_Set(tuple(volumes), manifest_name))
 
+    def _put(self, session: Session, blob: Blob) -> None:
+        """boto3's ``upload_file`` on S3: a multipart upload from the threshold on (the
+        chunk size); one PUT below it and on every other target."""
+        chunk = self.method.s3_multipart_chunk_size
+        if session.target.protocol in _S3 and blob.size >= chunk:
+            session.put_multipart(blob, chunk)
+        else:
+            session.put([blob])
+
     # -- restore ---------------------------------------------------------------------------
     def _reads(self, session: Session, volume: _Volume) -> list[Read]:
-        if session.target.protocol not in ("s3", "s3a") or volume.size < _BOTO3_CHUNK:
+        if session.target.protocol not in _S3 or volume.size < _BOTO3_CHUNK:
             return [Read(key=volume.key)]
         return [
             Read(key=volume.key, start=start, stop=min(start + _BOTO3_CHUNK, volume.size))
@@ -504,6 +515,16 @@ def _volume_size(value: int | str) -> int:
     return size
 
 
+def _part_size(value: int | str) -> int:
+    size = parse_size(value) if isinstance(value, str) else value
+    if isinstance(size, bool) or not isinstance(size, int) or size < 5 * MiB:
+        raise ConfigurationError(
+            f"s3_multipart_chunk_size must be at least 5 MiB (S3's smallest part), "
+            f"not {value!r}: e.g. '25MiB'"
+        )
+    return size
+
+
 @frozen(kw_only=True)
 class Duplicity(BackupMethod):
     """duplicity 0.8's chain: a full backup's tar volumes, signatures and manifest, then
@@ -518,6 +539,9 @@ class Duplicity(BackupMethod):
 
     #: ``--volsize``: a volume's size in bytes (duplicity's default 200 MiB)
     volume_size: int = field(default=200 * MiB, converter=_volume_size)
+    #: ``--s3-multipart-chunk-size``: on S3, objects of this size or more are multipart
+    #: uploads in parts of this size (boto3's threshold and chunk size; 25 MiB by default)
+    s3_multipart_chunk_size: int = field(default=25 * MiB, converter=_part_size)
     #: gzip the volumes and signatures (duplicity's default); False: ``--no-compression``
     compression: bool = True
     #: the source directory the manifest names (its ``Localdir`` line)

@@ -121,6 +121,47 @@ class Session:
             self.written[blob.key] = blob.size
         self._window(plan, BlobPayloads(blobs))
 
+    def put_multipart(self, blob: Blob, part_size: int) -> None:
+        """One object in parts of ``part_size`` bytes (the last one shorter), as the
+        client's multipart upload sends them: create, parts (≤ ``streams`` at once),
+        complete; or the one call that makes them where the client splits by itself
+        (obstore). One window."""
+        self._make_folders([blob.key])
+        caps = self.target.backend.capabilities
+        size = blob.size
+        if caps.client_multipart:
+            whole = Request(
+                kind=Kind.PUT,
+                key=blob.key,
+                body=Part(0, 0, size),
+                part_size=part_size,
+                concurrency=self.streams,
+            )
+            plan = Plan(phases=((whole,),))
+        else:
+            parts = tuple(
+                Request(
+                    kind=Kind.PUT_PART,
+                    key=blob.key,
+                    start=start,
+                    stop=min(start + part_size, size),
+                    body=Part(0, start, min(start + part_size, size)),
+                    part_number=number,
+                )
+                for number, start in enumerate(range(0, size, part_size), start=1)
+            )
+            phases: list[tuple[Request, ...]] = []
+            if caps.multipart_create:
+                phases.append(
+                    (Request(kind=Kind.CREATE_MULTIPART, key=blob.key, start=0, stop=size),)
+                )
+            phases.append(parts)
+            if caps.multipart_complete:
+                phases.append((Request(kind=Kind.COMPLETE_MULTIPART, key=blob.key),))
+            plan = Plan(phases=tuple(phases))
+        self.written[blob.key] = size
+        self._window(plan, BlobPayloads([blob]))
+
     def get(self, reads: Sequence[Read]) -> list[bytes]:
         """One GET per read (ranged where it says), ≤ ``streams`` at once; the bytes."""
         if not reads:
