@@ -57,7 +57,7 @@ TREE = _versions(Tree.source_tree(size="8MiB", seed=1), 3, rewrite=0.5)
 IMAGE = _versions(Image.create("16MiB", seed=1), 3, fraction=0.01)
 #: (dataset versions, duplicity's --volsize and --s3-multipart-chunk-size in MiB): the
 #: tree's full volume (8.4 MB) is a multipart upload of two parts on S3, the image's
-#: five volumes single PUTs
+#: four volumes single PUTs
 CASES = {"tree": (TREE, 200, 5), "image": (IMAGE, 5, 25)}
 
 
