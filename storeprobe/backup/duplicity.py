@@ -181,7 +181,7 @@ class _VolumeWriter:
 
     size: int
     compression: bool
-    #: the volumes finished: their segments and entries
+    #: the volumes finished and not yet taken: their segments and entries
     volumes: list[tuple[list[Segment], list[_Entry]]] = field(factory=list)
     #: per finished volume: its first path and block, its last path and block
     bounds: list[tuple[str, int | None, str, int | None]] = field(factory=list)
@@ -319,10 +319,17 @@ class _DuplicityReplay(Replay):
         )
 
     # -- what a backup stores ------------------------------------------------------------
-    def _plan(
-        self, version: Dataset, previous: Dataset | None
-    ) -> tuple[list[_Block], list[tuple[str, bytes | None, bool, int]], list[tuple[str, str]]]:
-        """The version's tar blocks, its signature entries and its manifest's file list."""
+    def _blocks_of(
+        self,
+        version: Dataset,
+        previous: Dataset | None,
+        sigs: list[tuple[str, bytes | None, bool, int]],
+        listed: list[tuple[str, str]],
+    ) -> Iterator[_Block]:
+        """The version's tar blocks, in order, made as they are drawn (a delta when its
+        file's turn comes, so one volume's deltas are in memory at a time); its
+        signature entries and its manifest's file list are added to ``sigs`` and
+        ``listed`` on the way."""
         new = {f.path: f for f in version.files}
         old = {} if previous is None else {f.path: f for f in previous.files}
         new_dirs = _directories(version.files)
@@ -331,18 +338,13 @@ class _DuplicityReplay(Replay):
         old_children = {} if previous is None else _children(previous.files, old_dirs)
         mtime = 946_684_800 + version.version * 86_400
         paths = sorted({*new, *old, *new_dirs, *old_dirs}, key=_index)
-        blocks: list[_Block] = []
-        sigs: list[tuple[str, bytes | None, bool, int]] = []
-        listed: list[tuple[str, str]] = []
         for path in paths:
             name = path or "."
             if path in new_dirs:
                 if path in old_dirs and new_children[path] == old_children[path]:
                     continue
                 tar_name = f"{path}/" if path else ""
-                blocks.append(
-                    _Block(f"snapshot/{tar_name}", path, "dir", None, 0, True, None, mtime, True)
-                )
+                yield _Block(f"snapshot/{tar_name}", path, "dir", None, 0, True, None, mtime, True)
                 sigs.append((f"snapshot/{path}", None, True, mtime))
                 listed.append((name, "changed" if path in old_dirs else "new"))
             elif path in new:
@@ -355,22 +357,19 @@ class _DuplicityReplay(Replay):
                 base = self.signatures.get(path) if path in old else None
                 if base is None:
                     piece = Piece(version, file, 0, file.size)
-                    blocks.extend(_blocks(path, path, "snapshot", piece, file.size, mtime))
+                    yield from _blocks(path, path, "snapshot", piece, file.size, mtime)
                     listed.append((name, "new"))
                 else:
                     data = delta(base, file_content(version, file))
-                    blocks.extend(_blocks(path, path, "diff", data, len(data), mtime))
+                    yield from _blocks(path, path, "diff", data, len(data), mtime)
                     listed.append((name, "changed"))
                 self.signatures[path] = sig
                 sigs.append((f"signature/{path}", sig.data, False, mtime))
             else:  # in the previous version only: deleted
-                blocks.append(
-                    _Block(f"deleted/{path}", path, "deleted", None, 0, True, None, mtime, False)
-                )
+                yield _Block(f"deleted/{path}", path, "deleted", None, 0, True, None, mtime, False)
                 sigs.append((f"deleted/{path}", None, False, mtime))
                 listed.append((name, "deleted"))
                 self.signatures.pop(path, None)
-        return blocks, sigs, listed
 
     def _manifest(
         self, listed: list[tuple[str, str]], bounds: list[tuple[str, int | None, str, int | None]]
@@ -404,23 +403,29 @@ class _DuplicityReplay(Replay):
             last = session.key(self.chain[-1].manifest)
             session.head([last])
             session.get([Read(key=last)])
-        blocks, sigs, files = self._plan(version, previous)
+        sigs: list[tuple[str, bytes | None, bool, int]] = []
+        files: list[tuple[str, str]] = []
         writer = _VolumeWriter(self.method.volume_size, self.method.compression)
-        for block in blocks:
-            if writer.entries and writer.full():
-                writer.finish()
-            writer.add(block)
-        writer.finish()
-        if not writer.volumes:  # nothing changed: duplicity still writes one volume
-            writer.add(_Block("snapshot/", "", "dir", None, 0, True, None, 0, True))
-            writer.finish()
         volumes: list[_Volume] = []
-        for index, (segments, entries) in enumerate(writer.volumes, start=1):
-            blob = Blob(key=session.key(volume_name.format(n=index)), segments=segments)
+
+        def upload() -> None:  # the volume under way: finish it, PUT it, HEAD it twice
+            writer.finish()
+            segments, entries = writer.volumes.pop()
+            key = session.key(volume_name.format(n=len(volumes) + 1))
+            blob = Blob(key=key, segments=segments)
             self._put(session, blob)
             session.head([blob.key])
             session.head([blob.key])
             volumes.append(_Volume(blob.key, blob.size, tuple(entries)))
+
+        for block in self._blocks_of(version, previous, sigs, files):
+            if writer.entries and writer.full():
+                upload()
+            writer.add(block)
+        if not writer.entries and not volumes:  # nothing changed: still one volume
+            writer.add(_Block("snapshot/", "", "dir", None, 0, True, None, 0, True))
+        if writer.entries:
+            upload()
         sigtar = _sigtar(sigs, self.method.compression)
         self._put(session, Blob.of_bytes(session.key(sig_name), sigtar))
         manifest = self._manifest(files, writer.bounds)
