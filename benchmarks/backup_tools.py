@@ -7,15 +7,16 @@ tests/backup_tools.py: restic, duplicity (``boto3+s3://``) and ``rclone sync
 --backup-dir`` against the logging S3 server (moto on 127.0.0.1, every request logged);
 duplicity (``file://``), rdiff-backup and rsnapshot's rsync step on the local disk.
 
-Printed per tool per step: requests by kind (S3), body bytes in and out at the server,
+Printed per tool per step: requests by kind (S3), body bytes in (as sent, and the
+content they carried without aws-chunked framing) and out at the server,
 objects on the target after the step and its space (S3: sum of object sizes; disk:
 ``du -sb``, hard links once), wall seconds; then the request sequences other code
 models: restic's backups 1 and 2 folder by folder, duplicity's files per step and what an
 incremental reads first, rclone's counts.
 
     python benchmarks/backup_tools.py [--tree-size 64MiB] [--image-size 128MiB]
-        [--versions 3] [--tools restic duplicity duplicity-file rdiff-backup rsnapshot rclone]
-        [--json FILE]
+        [--versions 3] [--tools restic restic-no-cache duplicity duplicity-file rdiff-backup
+        rsnapshot rclone] [--datasets tree image] [--json FILE]
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+import attrs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -49,10 +52,24 @@ from tests.backup_tools import (
     run_tool,
 )
 
-TOOLS = ("restic", "duplicity", "duplicity-file", "rdiff-backup", "rsnapshot", "rclone")
+TOOLS = (
+    "restic",
+    "restic-no-cache",
+    "duplicity",
+    "duplicity-file",
+    "rdiff-backup",
+    "rsnapshot",
+    "rclone",
+)
 Factory = Callable[[Workspace, Path, Path], BackupTool]
 FACTORIES: dict[str, tuple[str, Factory]] = {
     "restic": ("s3", lambda ws, src, _: Restic.on_s3(ws, src, bucket="restic")),
+    "restic-no-cache": (
+        "s3",
+        lambda ws, src, _: attrs.evolve(
+            Restic.on_s3(ws, src, bucket="restic-no-cache", cache=False), name="restic-no-cache"
+        ),
+    ),
     "duplicity": ("s3", lambda ws, src, _: Duplicity.on_s3(ws, src, bucket="duplicity")),
     "duplicity-file": ("disk", lambda ws, src, t: Duplicity.on_disk(ws, src, t)),
     "rdiff-backup": ("disk", lambda ws, src, t: RdiffBackup(ws, src, t)),
@@ -88,8 +105,7 @@ def run_one(name: str, versions: list[Dataset], s3: LoggingS3, work: Path) -> To
     finally:
         shutil.rmtree(root, ignore_errors=True)
         if kind == "s3":
-            bucket = {"restic": "restic", "duplicity": "duplicity", "rclone": "rclone"}[name]
-            s3.delete_bucket(bucket)
+            s3.delete_bucket(name)  # each S3 tool's bucket is named after it
 
 
 def _label(step: ToolStep) -> str:
@@ -114,7 +130,9 @@ def table(runs: list[ToolRun]) -> str:
     kinds = [
         k for k in KINDS if any(s.requests and s.requests.count(k) for r in runs for s in r.steps)
     ]
-    head = ["tool", "step", *kinds, "bytes in", "bytes out", "objects", "space B", "s", "ok"]
+    head = ["tool", "step", *kinds, "ranged get", "bytes in", "payload in", "bytes out"]
+    head += ["objects", "space B"]
+    head += ["s", "ok"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * (len(head) - 3) + "---|"]
     for run in runs:
         for step in run.steps:
@@ -127,7 +145,9 @@ def table(runs: list[ToolRun]) -> str:
                         _tool(run),
                         _label(step),
                         *counts,
+                        str(requests.ranged_gets) if requests else "",
                         f"{requests.bytes_in:,}" if requests else "",
+                        f"{requests.payload_in:,}" if requests else "",
                         f"{requests.bytes_out:,}" if requests else "",
                         f"{step.objects:,}",
                         f"{step.space:,}",
@@ -151,12 +171,12 @@ def sequence(step: ToolStep, strip: str, depth: int = 1) -> str:
 def details(runs: list[ToolRun]) -> str:
     out: list[str] = []
     for run in runs:
-        if run.tool == "restic":
+        if run.tool.startswith("restic"):
             for step in run.backups[:2]:
-                out.append(f"restic {_label(step)}: {sequence(step, 'repo/')}")
+                out.append(f"{run.tool} {_label(step)}: {sequence(step, 'repo/')}")
             if run.init:
-                out.append(f"restic init: {sequence(run.init, 'repo/')}")
-            out.append(f"restic restore v0: {sequence(run.restores[0], 'repo/')}")
+                out.append(f"{run.tool} init: {sequence(run.init, 'repo/')}")
+            out.append(f"{run.tool} restore v0: {sequence(run.restores[0], 'repo/')}")
         elif run.tool == "duplicity" and run.backups[0].requests is not None:
             for step in run.backups:
                 assert step.requests is not None
@@ -224,6 +244,7 @@ def main() -> None:
                             "step": _label(step),
                             "by_kind": dict(step.requests.by_kind) if step.requests else None,
                             "bytes_in": step.bytes_sent,
+                            "payload_in": step.requests.payload_in if step.requests else None,
                             "bytes_out": step.bytes_received,
                             "objects": step.objects,
                             "space": step.space,

@@ -39,10 +39,11 @@ counts successful puts, completes and copies. To compare with storeprobe's own f
 checks, listings, deletes, control).
 
 Bytes are HTTP body bytes only, no headers: ``bytes_in`` is what the server received
-(request bodies as sent, including any aws-chunked framing), ``bytes_out`` what it sent
-(response bodies; HEAD responses count 0). The server's own bookkeeping
-(:meth:`LoggingS3.objects`, ``create_bucket``, ``delete_bucket``) carries a header that
-keeps it out of the log.
+(request bodies as sent, including any aws-chunked framing), ``payload_in`` the content
+they carried (``x-amz-decoded-content-length`` when a body is aws-chunked, as restic's
+are), ``bytes_out`` what it sent (response bodies; HEAD responses count 0). The
+server's own bookkeeping (:meth:`LoggingS3.objects`, ``create_bucket``,
+``delete_bucket``) carries a header that keeps it out of the log.
 """
 
 from __future__ import annotations
@@ -117,6 +118,9 @@ class Request:
     status: int
     bytes_in: int  # request body bytes received
     bytes_out: int  # response body bytes sent (0 for HEAD)
+    #: the content the body carried: ``x-amz-decoded-content-length`` of an aws-chunked
+    #: body (restic's minio-go streams signed chunks), else ``bytes_in``
+    payload_in: int = 0
     range: str | None = None  # the Range header of a GET, as sent
     deleted_keys: int = 0  # a DELETE of a key: 1; POST ?delete: keys in its body
 
@@ -262,6 +266,11 @@ class Requests:
     def bytes_out(self) -> int:
         """Body bytes the server sent (what the client received)."""
         return sum(r.bytes_out for r in self.records)
+
+    @property
+    def payload_in(self) -> int:
+        """Content bytes the server received: ``bytes_in`` without aws-chunked framing."""
+        return sum(r.payload_in for r in self.records)
 
     @property
     def objects_written(self) -> int:
@@ -479,6 +488,7 @@ def _logging_middleware(app: WSGIApplication, log: RequestLog) -> WSGIApplicatio
                     kind=kind,
                     status=status[0],
                     bytes_in=len(body),
+                    payload_in=_decoded_length(environ, len(body)),
                     bytes_out=0 if method == "HEAD" else sum(len(chunk) for chunk in chunks),
                     range=environ.get("HTTP_RANGE") if kind == "get" else None,
                     deleted_keys=deleted,
@@ -487,6 +497,11 @@ def _logging_middleware(app: WSGIApplication, log: RequestLog) -> WSGIApplicatio
         return chunks
 
     return middleware
+
+
+def _decoded_length(environ: WSGIEnvironment, received: int) -> int:
+    decoded = environ.get("HTTP_X_AMZ_DECODED_CONTENT_LENGTH", "")
+    return int(decoded) if decoded.isdigit() else received
 
 
 def _count_delete_keys(body: bytes) -> int:
