@@ -13,8 +13,10 @@ within 10 %, objects stored and space within 10 %. The image uses ``--volsize 5`
 
 from __future__ import annotations
 
+import io
 import itertools
 import shutil
+import tarfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -24,7 +26,9 @@ from attrs import frozen
 
 from storeprobe import Probe
 from storeprobe.backup import Duplicity as DuplicityMethod
-from storeprobe.dataset import Dataset, Image, Tree
+from storeprobe.backup.duplicity import _DuplicityReplay, _VolumeWriter
+from storeprobe.backup.objects import Blob, BlobPayloads
+from storeprobe.dataset import Dataset, Image, Sizes, Tree
 from storeprobe.errors import ConfigurationError
 from storeprobe.result import Result
 from tests.backup_tools import (
@@ -34,6 +38,7 @@ from tests.backup_tools import (
     Workspace,
     _Target,
     logging_s3,
+    materialize,
     run_tool,
 )
 from tests.conftest import s3_options, ssh_options
@@ -335,3 +340,58 @@ def test_the_method_matches_duplicity_over_sftp(
         for i, (step, result) in enumerate(zip(steps, results, strict=True))
     ]
     assert check(rows) == [], "\n" + table(rows)
+
+
+def _tar_members(data: bytes) -> list[tuple[str, int]]:
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+        return [(member.name, member.size) for member in tar.getmembers()]
+
+
+def test_volumes_without_compression_are_duplicitys_tar_streams(
+    s3: LoggingS3, tmp_path: Path
+) -> None:
+    """With ``--no-compression`` a volume is a plain tar: the method's volumes hold the
+    same members (names, sizes: file blocks, deltas, deleted entries, directories), in
+    the same order, cut into the same volumes, as duplicity's, full and incremental."""
+    first = Tree.generate(40, Sizes.lognormal("20KiB", 1.5, "900KiB"), seed=4)
+    versions = [first, first.evolve(changed=0.2, added=0.1, deleted=0.1, rewrite=0.5)]
+    source, target = tmp_path / "src", tmp_path / "target"
+    tool = Duplicity.on_disk(
+        Workspace(tmp_path / "ws", s3), source, target, volsize=1, extra=("--no-compression",)
+    )
+    replay = DuplicityMethod(volume_size="1MiB", compression=False).replay()
+    assert isinstance(replay, _DuplicityReplay)
+    for version, previous, kind in (
+        (versions[0], None, "full"),
+        (versions[1], versions[0], "inc"),
+    ):
+        materialize(version, source)
+        tool.backup(version)
+        found = sorted(target.glob(f"duplicity-{kind}.*.difftar"), key=_volume)
+        theirs = [_tar_members(path.read_bytes()) for path in found]
+        writer = _VolumeWriter(size=1024 * 1024, compression=False)
+        ours: list[list[tuple[str, int]]] = []
+
+        def take(writer: _VolumeWriter = writer, ours: list[list[tuple[str, int]]] = ours) -> None:
+            writer.finish()
+            segments, _ = writer.volumes.pop()
+            volume = BlobPayloads([Blob(key="v", segments=segments)]).payload_bytes(0)
+            ours.append(_tar_members(volume))
+
+        for block in replay._blocks_of(version, previous, [], []):
+            if writer.entries and writer.full():
+                take()
+            writer.add(block)
+        take()
+        assert [len(v) for v in ours] == [len(v) for v in theirs]
+        assert ours == theirs
+        names = {name.split("/")[0] for volume in ours for name, _ in volume}
+        if kind == "full":
+            assert len(theirs) > 1  # the tree spans volumes
+            assert names == {"snapshot", "multivol_snapshot"}
+        else:
+            assert {"diff", "deleted", "snapshot"} <= names  # deltas, deletions, new files
+
+
+def _volume(path: Path) -> int:
+    return int(path.name.split(".vol")[1].split(".")[0])

@@ -343,7 +343,7 @@ class _DuplicityReplay(Replay):
             if path in new_dirs:
                 if path in old_dirs and new_children[path] == old_children[path]:
                     continue
-                tar_name = f"{path}/" if path else ""
+                tar_name = f"{path}/" if path else "./"  # get_tarinfo: "." + "/"
                 yield _Block(f"snapshot/{tar_name}", path, "dir", None, 0, True, None, mtime, True)
                 sigs.append((f"snapshot/{path}", None, True, mtime))
                 listed.append((name, "changed" if path in old_dirs else "new"))
