@@ -26,7 +26,7 @@ from attrs import frozen
 
 from storeprobe import Probe
 from storeprobe.backup import Duplicity as DuplicityMethod
-from storeprobe.backup.duplicity import _DuplicityReplay, _VolumeWriter
+from storeprobe.backup.duplicity import _DuplicityReplay, _sigtar, _VolumeWriter
 from storeprobe.backup.objects import Blob, BlobPayloads
 from storeprobe.dataset import Dataset, Image, Sizes, Tree
 from storeprobe.errors import ConfigurationError
@@ -352,7 +352,8 @@ def test_volumes_without_compression_are_duplicitys_tar_streams(
 ) -> None:
     """With ``--no-compression`` a volume is a plain tar: the method's volumes hold the
     same members (names, sizes: file blocks, deltas, deleted entries, directories), in
-    the same order, cut into the same volumes, as duplicity's, full and incremental."""
+    the same order, cut into the same volumes, as duplicity's, full and incremental; and
+    so do the signature archives (librsync signatures of the same sizes)."""
     first = Tree.generate(40, Sizes.lognormal("20KiB", 1.5, "900KiB"), seed=4)
     versions = [first, first.evolve(changed=0.2, added=0.1, deleted=0.1, rewrite=0.5)]
     source, target = tmp_path / "src", tmp_path / "target"
@@ -378,13 +379,18 @@ def test_volumes_without_compression_are_duplicitys_tar_streams(
             volume = BlobPayloads([Blob(key="v", segments=segments)]).payload_bytes(0)
             ours.append(_tar_members(volume))
 
-        for block in replay._blocks_of(version, previous, [], []):
+        sigs: list[tuple[str, bytes | None, bool, int]] = []
+        for block in replay._blocks_of(version, previous, sigs, []):
             if writer.entries and writer.full():
                 take()
             writer.add(block)
         take()
         assert [len(v) for v in ours] == [len(v) for v in theirs]
         assert ours == theirs
+        # the signature archive: the same members, and the same bytes count
+        (signatures,) = target.glob(f"duplicity-{'full' if kind == 'full' else 'new'}-sig*")
+        assert _tar_members(_sigtar(sigs, False)) == _tar_members(signatures.read_bytes())
+        assert len(_sigtar(sigs, False)) == signatures.stat().st_size
         names = {name.split("/")[0] for volume in ours for name, _ in volume}
         if kind == "full":
             assert len(theirs) > 1  # the tree spans volumes
