@@ -401,3 +401,17 @@ def test_volumes_without_compression_are_duplicitys_tar_streams(
 
 def _volume(path: Path) -> int:
     return int(path.name.split(".vol")[1].split(".")[0])
+
+
+def test_restore_the_latest_then_an_older_version(tmp_path: Path) -> None:
+    versions = _versions(Tree.generate(30, Sizes.lognormal("8KiB", 1.5, "300KiB"), seed=6), 3)
+    results = Probe.from_url(str(tmp_path), streams=2).backup_restore(
+        versions[0], versions=versions, method="duplicity", restore=[2, 0]
+    )
+    assert all(r.ok for r in results), [r.errors for r in results]  # every byte verified
+    latest, older = (r.requests_by_kind for r in results[3:])
+    # duplicity restores into an empty directory, whatever it held: v2 reads the full
+    # backup's volume and both incrementals', v0 the full backup's alone
+    assert (latest["get"], latest["head"]) == (3, 3)
+    assert (older["get"], older["head"]) == (1, 1)
+    assert list(tmp_path.iterdir()) == []
