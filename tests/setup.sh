@@ -28,6 +28,8 @@ for tool in restic rdiff-backup duplicity rsync; do
   command -v "$tool" >/dev/null || missing+=("$tool")
 done
 /usr/bin/python3 -c 'import boto3' 2>/dev/null || missing+=(python3-boto3)
+# and its paramiko+sftp:// backend paramiko (only recommended by Debian's duplicity)
+/usr/bin/python3 -c 'import paramiko' 2>/dev/null || missing+=(python3-paramiko)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
