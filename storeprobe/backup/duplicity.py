@@ -1,7 +1,9 @@
 """``duplicity``: a chain of tar volumes, signatures and manifests, as duplicity 0.8 writes it.
 
-Replays duplicity 0.8.22 (Debian's package), ``--no-encryption``, on its ``boto3+s3://``
-and ``file://`` backends, with its local archive dir kept between runs (the default: a
+Replays duplicity 0.8.22 (Debian's package), ``--no-encryption``, on its ``boto3+s3://``,
+``file://`` and ``paramiko+sftp://`` backends (the requests as its S3 backend sends them;
+on the others the same steps, whose requests nothing logs: bytes, objects and space are
+compared there), with its local archive dir kept between runs (the default: a
 user's ``~/.cache/duplicity``). Every rule below is read from that version's code
 (``/usr/lib/python3/dist-packages/duplicity/``) and checked against the tool itself by
 ``tests/test_backup_duplicity.py``:
@@ -58,6 +60,11 @@ encryption adds a little per volume), the bucket HEAD each run starts with (a
 bucket-level request, not an object's), the manifest's volume hashes (the line has its
 length, not the volume's SHA1), the archive dir's resynchronisation when it is empty,
 and the tool's CPU work (reading the source, hashing, compressing).
+
+Memory: a backup holds the deltas of one volume at a time (each volume is written as
+soon as it is full, as duplicity does) and the librsync signature of every file of the
+last version (about 12 bytes per 512 to 2 048 bytes of a file: the archive dir's copy);
+a restore holds one volume's bytes (up to ``volume_size``) and one file's delta.
 """
 
 from __future__ import annotations
@@ -536,7 +543,7 @@ class Duplicity(BackupMethod):
     incrementals of librsync deltas; a restore reads the chain up to its version."""
 
     name: ClassVar[str] = "duplicity"
-    tool: ClassVar[str] = "duplicity 0.8.22 (--no-encryption; boto3+s3://, file://)"
+    tool: ClassVar[str] = "duplicity 0.8.22 (--no-encryption; boto3+s3://, file://, sftp://)"
     # restores on S3 read 8 MiB ranges, but the scenario's range check GETs a key nobody
     # wrote (``<prefix>/range-check``), a 404 on moto and AWS: so the target's own client
     # reads the ranges (obstore and s3fs both can)
