@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 from fsspec.callbacks import TqdmCallback
 
 from storeprobe import render
@@ -30,10 +31,12 @@ from storeprobe._version import __version__
 from storeprobe.backends.choice import CLIENTS
 from storeprobe.cli_backup import add_backup_command, run_backup
 from storeprobe.cli_compare import add_compare_command, run_compare
+from storeprobe.cli_output import check_output, save
 from storeprobe.distributed import cluster
 from storeprobe.environment import check_label
-from storeprobe.errors import ConfigurationError, ResultFormatError, StoreProbeError
+from storeprobe.errors import ConfigurationError, ResultFormatError, StoreProbeError, TargetError
 from storeprobe.probe import MAX_STREAMS, Probe
+from storeprobe.redaction import redact_url
 from storeprobe.render import CROWN, FORMATS, RATE_UNITS, TIE
 from storeprobe.result import Result
 from storeprobe.resultset import ResultSet
@@ -114,7 +117,8 @@ def _probe_options(parser: argparse.ArgumentParser) -> None:
         "--json",
         type=Path,
         metavar="FILE",
-        help="also write the results as JSON; results already in FILE are kept",
+        help="also write the results as JSON, each as its probe ends (an interrupt or a "
+        "failing target keeps what was measured); results already in FILE are kept",
     )
     _unit_option(parser)
 
@@ -329,66 +333,112 @@ class _Bars:
         self.callback.close()
 
 
+def _open_probes(
+    args: argparse.Namespace,
+    urls: Sequence[str],
+    options: dict[str, Any],
+    bars: _Bars | None,
+    refused: dict[int, str],
+) -> list[tuple[int, Probe]]:
+    """A probe per URL and stream count, each with its URL's index. A bad URL raises here,
+    before anything runs; a target that refuses as it opens (an sftp server that is down)
+    is reported, put in ``refused`` (index → redacted URL) and skipped."""
+    probes: list[tuple[int, Probe]] = []
+    for index, url in enumerate(urls):
+        client = args.client if args.client in CLIENTS.get(url.split("://", 1)[0], ()) else "auto"
+        try:
+            probes += [
+                (
+                    index,
+                    Probe.from_url(
+                        url,
+                        options,
+                        client=client,
+                        streams=streams,
+                        timeout=args.timeout,
+                        stage_above=args.stage_above,
+                        verify=not args.no_verify,
+                        callback=bars.callback if bars is not None else None,
+                        **_probe_keywords(args),
+                    ),
+                )
+                for streams in args.streams
+            ]
+        except TargetError as exc:
+            refused[index] = redact_url(url)
+            print(f"storeprobe: error: {exc}", file=sys.stderr)
+    return probes
+
+
 def _run(args: argparse.Namespace) -> int:
     _check_counts(args.streams, args.repeats)
     check_label(args.label)
     workloads = [Workload.parse(spec) for spec in (args.workload or ["small", "large"])]
     options = _options(args.option)
     parse_size(args.stage_above)
+    if args.workers is not None and args.workers < 1:
+        raise ConfigurationError(f"--workers must be at least 1, not {args.workers}")
+    if args.json is not None:
+        check_output(args.json, "--json", "results")
     bars = _Bars() if _progress_wanted(args) else None
     temporary: str | None = None
+    target_name: str | None = None  # the default local target's name across runs
     urls = list(args.urls)
     if not urls:
         temporary = tempfile.mkdtemp(prefix="storeprobe-local-")
         urls = [temporary]
+        target_name = f"file://{Path(temporary).parent}"
         print(f"probing a temporary directory on the local disk: {temporary}", file=sys.stderr)
     results: list[Result] = []
+    refused: dict[int, str] = {}  # index of a URL whose target refused → its redacted URL
     fleet = args.workers is not None or args.scheduler is not None
-    if args.workers is not None and args.workers < 1:
-        raise ConfigurationError(f"--workers must be at least 1, not {args.workers}")
     if fleet:
         bars = None  # workers draw no progress: each runs in its own process
     try:
-        probes = [
-            Probe.from_url(
-                url,
-                options,
-                client=args.client
-                if args.client in CLIENTS.get(url.split("://", 1)[0], ())
-                else "auto",
-                streams=streams,
-                timeout=args.timeout,
-                stage_above=args.stage_above,
-                verify=not args.no_verify,
-                callback=bars.callback if bars is not None else None,
-                **_probe_keywords(args),
-            )
-            for url in urls
-            for streams in args.streams
-        ]
+        probes = _open_probes(args, urls, options, bars, refused)
         with contextlib.ExitStack() as stack:
             client = stack.enter_context(cluster(args.workers, args.scheduler)) if fleet else None
-            for probe in probes:
-                for workload in workloads:
-                    for operation in ("upload", "download"):
-                        if bars is not None:
-                            bars.start(f"{operation} {workload.label} ({probe.target.url})")
-                        if client is not None:
-                            many = probe.distributed(args.workers, client=client)
-                            result = many.measure(operation, workload)
-                        else:
-                            result = probe.measure(operation, workload)
-                        results.append(result)
-                        if bars is not None:
-                            bars.close()
-                        print(f"  {render.result_line(result, args.unit)}", file=sys.stderr)
+            for index, probe in probes:
+                if index in refused:
+                    continue
+                try:
+                    for workload in workloads:
+                        for operation in ("upload", "download"):
+                            if bars is not None:
+                                bars.start(f"{operation} {workload.label} ({probe.target.url})")
+                            if client is not None:
+                                many = probe.distributed(args.workers, client=client)
+                                result = many.measure(operation, workload)
+                            else:
+                                result = probe.measure(operation, workload)
+                            if target_name is not None:
+                                result = attrs.evolve(result, target_name=target_name)
+                            results.append(result)
+                            if args.json is not None:  # on disk as soon as measured
+                                save([result], args.json)
+                            if bars is not None:
+                                bars.close()
+                            print(f"  {render.result_line(result, args.unit)}", file=sys.stderr)
+                except TargetError as exc:  # this target refused: the others still run
+                    if bars is not None:
+                        bars.close()
+                    refused[index] = probe.target.url
+                    print(f"storeprobe: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        if args.json is not None and results:
+            print(
+                f"storeprobe: the {len(results)} results measured are in {args.json}",
+                file=sys.stderr,
+            )
+        raise
     finally:
         if bars is not None:
             bars.close()
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
     collected = ResultSet(results)
-    print(render.render_tables([render.results_table(results, args.unit)]))
+    if results:
+        print(render.render_tables([render.results_table(results, args.unit)]))
     if args.per_worker:
         members = [
             member.result
@@ -401,8 +451,15 @@ def _run(args: argparse.Namespace) -> int:
             print("\neach worker (its own window, its own clock):")
             print(render.render_tables([render.results_table(members, args.unit)]))
     _print_notices(collected)
-    if args.json is not None:
-        collected.save(args.json)
+    if refused:
+        if len(urls) > 1:  # one target: its error said it all
+            kept = f"; the {len(results)} results measured are in {args.json}" if args.json else ""
+            print(
+                f"storeprobe: {len(refused)} of {len(urls)} targets refused and were skipped: "
+                f"{', '.join(refused.values())}{kept}",
+                file=sys.stderr,
+            )
+        return EXIT_FAILED
     return EXIT_OK if all(result.ok for result in results) else EXIT_FAILED
 
 
@@ -413,6 +470,10 @@ def _print_notices(results: ResultSet) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
+    if args.plot is not None:
+        check_output(args.plot, "--plot", "image")
+    if args.html is not None:
+        check_output(args.html, "--html", "html")
     results = ResultSet.load(*args.files)
     if not len(results):
         raise ConfigurationError("the result files hold no results")
@@ -440,7 +501,12 @@ def _report(args: argparse.Namespace) -> int:
 def _sweep(args: argparse.Namespace) -> int:
     _check_counts(args.streams, args.repeats)
     workload = Workload.parse(args.workload)
+    if args.json is not None:
+        check_output(args.json, "--json", "results")
+    if args.plot is not None:
+        check_output(args.plot, "--plot", "image")
     bars = _Bars() if _progress_wanted(args) else None
+    measured: list[Result] = []
     try:
         probe = Probe.from_url(
             args.url,
@@ -451,17 +517,19 @@ def _sweep(args: argparse.Namespace) -> int:
         )
         if bars is not None:
             bars.start(f"{args.operation} {workload.label} sweep ({probe.target.url})")
-        results = probe.sweep(args.operation, workload, streams=args.streams)
+        for count in args.streams:  # Probe.sweep, saving each stream count as it ends
+            measured.append(probe.with_streams(count).measure(args.operation, workload))
+            if args.json is not None:
+                save(measured[-1:], args.json)
     finally:
         if bars is not None:
             bars.close()
-    print(render.render_tables([render.results_table(list(results), args.unit)]))
+    results = ResultSet(measured)
+    print(render.render_tables([render.results_table(measured, args.unit)]))
     _print_notices(results)
     saturation = results.sweep_saturation()
     if saturation is not None:
         print(saturation)
-    if args.json is not None:
-        results.save(args.json)
     if args.plot is not None:
         from storeprobe.plot import plot_streams
 
@@ -471,10 +539,15 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def _backup(args: argparse.Namespace) -> int:
     check_label(args.label)
-    code, results = run_backup(args, _options(args.option))
+    output: Path | None = args.json
+    if output is not None:
+        check_output(output, "--json", "results")
+    code, results = run_backup(
+        args,
+        _options(args.option),
+        record=None if output is None else lambda steps: save(steps, output),
+    )
     _print_notices(results)
-    if args.json is not None:
-        results.save(args.json)
     return code
 
 

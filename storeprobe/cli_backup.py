@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import secrets
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from storeprobe import render
 from storeprobe.backup import METHODS
 from storeprobe.cost import load_prices, price_sheet_names
 from storeprobe.dataset import Image, Tree
-from storeprobe.errors import ConfigurationError
+from storeprobe.errors import ConfigurationError, TargetError
 from storeprobe.probe import MAX_STREAMS, Probe
 from storeprobe.result import Result
 from storeprobe.resultset import ResultSet
@@ -110,7 +110,11 @@ def add_backup_command(
         + ") or your own TOML file (see the Backup page)",
     )
     backup.add_argument(
-        "--json", type=Path, metavar="FILE", help="also write the results as JSON (appended)"
+        "--json",
+        type=Path,
+        metavar="FILE",
+        help="also write the results as JSON, each scenario as it ends; results already in "
+        "FILE are kept",
     )
     return backup
 
@@ -141,8 +145,18 @@ def dataset_versions(
     return chain
 
 
-def run_backup(args: argparse.Namespace, options: dict[str, Any]) -> tuple[int, ResultSet]:
-    """Run the scenario on every target, method and stream count; print the tables."""
+def run_backup(
+    args: argparse.Namespace,
+    options: dict[str, Any],
+    *,
+    record: Callable[[Sequence[Result]], None] | None = None,
+) -> tuple[int, ResultSet]:
+    """Run the scenario on every target, method and stream count; print the tables.
+
+    ``record`` receives the steps of each scenario as it ends (the CLI saves them), so
+    an interrupt or a later target that fails keeps what was measured. A target that
+    refuses (a :class:`TargetError`) is reported and skipped; the others still run.
+    """
     for count in args.streams:
         if not 1 <= count <= MAX_STREAMS:
             raise ConfigurationError(f"--streams {count} is out of range: use 1 to {MAX_STREAMS}")
@@ -150,29 +164,49 @@ def run_backup(args: argparse.Namespace, options: dict[str, Any]) -> tuple[int, 
     seed = secrets.randbits(63) if args.seed is None else args.seed
     chain = dataset_versions(args.dataset, args.size, args.versions, seed)
     print(f"dataset: {chain[0].describe()}, {len(chain)} versions", file=sys.stderr)
+    probes = {  # every URL opened before anything is written: a bad one is refused first
+        (url, streams): Probe.from_url(
+            url,
+            options,
+            client=args.client if url.startswith(("s3://", "s3a://")) else "auto",
+            streams=streams,
+            timeout=args.timeout,
+            label=args.label,
+            verify=not args.no_verify,
+        )
+        for url in args.urls
+        for streams in args.streams
+    }
     results: list[Result] = []
+    refused: list[str] = []
     for url in args.urls:
-        for method in args.method:
-            for streams in args.streams:
-                probe = Probe.from_url(
-                    url,
-                    options,
-                    client=args.client if url.startswith(("s3://", "s3a://")) else "auto",
-                    streams=streams,
-                    timeout=args.timeout,
-                    label=args.label,
-                    verify=not args.no_verify,
-                )
-                steps = probe.backup_restore(
-                    chain[0],
-                    versions=chain,
-                    method=method,
-                    chunk_size=args.chunk_size,
-                    restore=args.restore,
-                )
-                for result in steps:
-                    print(f"  {render.result_line(result)}", file=sys.stderr)
-                results.extend(steps)
+        try:
+            for method in args.method:
+                for streams in args.streams:
+                    steps = probes[url, streams].backup_restore(
+                        chain[0],
+                        versions=chain,
+                        method=method,
+                        chunk_size=args.chunk_size,
+                        restore=args.restore,
+                    )
+                    for result in steps:
+                        print(f"  {render.result_line(result)}", file=sys.stderr)
+                    results.extend(steps)
+                    if record is not None:
+                        record(list(steps))
+        except TargetError as exc:  # this target refused: the others still run
+            refused.append(probes[url, args.streams[0]].target.url)
+            print(f"storeprobe: error: {exc}", file=sys.stderr)
     collected = ResultSet(results)
-    print(render.render_tables(render.backup_tables(results, prices), args.format))
+    if results:
+        print(render.render_tables(render.backup_tables(results, prices), args.format))
+    if refused:
+        if len(args.urls) > 1:  # one target: its error said it all
+            print(
+                f"storeprobe: {len(refused)} of {len(args.urls)} targets refused and were "
+                f"skipped: {', '.join(refused)}",
+                file=sys.stderr,
+            )
+        return EXIT_FAILED, collected
     return (EXIT_OK if all(r.ok for r in results) else EXIT_FAILED), collected

@@ -6,7 +6,8 @@ so that each reads in one sitting. It prints the comparison of
 unmatched probes) on standard output and a one-line summary on standard error.
 
 Exit codes: 0 no probe regressed beyond ``--fail-slower`` (or none was given), 1 at
-least one did, 2 usage error (a bad threshold, an unreadable results file).
+least one did, 2 usage error (a bad threshold, an unreadable results file, or no probe
+of NEW matching one of BASE: a gate that compared nothing must not pass).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from storeprobe.result import load_results
 
 __all__ = ["add_compare_command", "run_compare"]
 
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def add_compare_command(
@@ -40,7 +41,7 @@ def add_compare_command(
         "interval, and a verdict: faster, slower, no significant difference, or "
         "inconclusive with fewer than 3 repeats on a side. Probes found in one file only "
         "are listed. With --fail-slower, exit 1 when a probe is slower by more than the "
-        "threshold with its whole interval beyond it.",
+        "threshold with its whole interval beyond it. Exit 2 when no probe matched.",
     )
     compare.add_argument("base", type=Path, metavar="BASE", help="results file of the base run")
     compare.add_argument("new", type=Path, metavar="NEW", help="results file of the new run")
@@ -74,11 +75,18 @@ def run_compare(args: argparse.Namespace) -> int:
     report = compare_results(base, new, fail_slower=fail_slower)
     print(render.render_regressions(report, args.format, args.unit))
     if not report.rows:
+        steps = (
+            f" ({report.excluded_steps} backup steps are never compared: one sample each)"
+            if report.excluded_steps
+            else ""
+        )
         print(
-            "storeprobe: warning: no probe of NEW matches one of BASE: check the target "
-            "URL and client, the workloads, the streams and the environment labels",
+            f"storeprobe: error: no probe of NEW matches one of BASE, 0 compared{steps}: "
+            "check that both files hold the same probes (target URL and client, workloads, "
+            "streams, environment labels), e.g. with 'storeprobe report BASE NEW'",
             file=sys.stderr,
         )
+        return EXIT_USAGE
     if report.failed:
         assert fail_slower is not None
         print(

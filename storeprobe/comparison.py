@@ -6,7 +6,9 @@ found on one side only (listed, never dropped).
 
 Matching rules (a probe's :class:`ProbeIdentity`):
 
-- the **target**: URL and client (``backend``);
+- the **target**: its name across runs (:attr:`Result.target_id`: the URL, or
+  ``file://$TMPDIR`` for the default local target of ``storeprobe run``, whose temporary
+  directory is new every run) and client (``backend``);
 - the **operation** and the **workload**'s label, count and size; never its payload
   seed, which is drawn afresh for every run;
 - the **streams** asked for;
@@ -130,6 +132,8 @@ class ProbeIdentity:
     it takes no part in equality.
     """
 
+    #: the target's name across runs, :attr:`Result.target_id` (its URL, or the default
+    #: local target's ``file://$TMPDIR``)
     url: str
     backend: str
     operation: str
@@ -144,7 +148,7 @@ class ProbeIdentity:
     def of(cls, result: Result) -> ProbeIdentity:
         """The identity of ``result``."""
         return cls(
-            url=result.url,
+            url=result.target_id,
             backend=result.backend,
             operation=result.operation,
             workload=result.workload.label,

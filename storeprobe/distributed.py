@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import socket
 import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -43,7 +44,7 @@ import attrs
 import numpy as np
 from attrs import field, frozen
 
-from storeprobe.errors import ConfigurationError, MissingDependencyError
+from storeprobe.errors import ConfigurationError, MissingDependencyError, TargetUnreachableError
 from storeprobe.execution import Leftover, cleanup_notice, clear_prefix, open_run, remove_folders
 from storeprobe.measurement import Measurement
 from storeprobe.notices import Code, Notice
@@ -78,6 +79,11 @@ LEAD_NS = 100_000_000
 #: round trips per worker when measuring its clock offset
 OFFSET_ROUNDS = 9
 _POLL_S = 0.05
+#: seconds to reach a ``--scheduler``: a TCP connect and Dask's handshake take a few round
+#: trips, under a second even between continents (round trips up to ~0.3 s); Dask's own
+#: default (``distributed.comm.timeouts.connect``, 30 s) is sized for a cluster under
+#: load and would keep a mistyped or dead address waiting half a minute
+SCHEDULER_CONNECT_TIMEOUT_S = 5.0
 #: the workers' warnings that say what the aggregate did too
 _PASSED_ON = (Code.CANNOT_SPLIT, Code.FEW_REQUESTS, Code.NO_CONDITIONAL_WRITE)
 
@@ -251,13 +257,23 @@ class Distributed(SeedProbes):
 
 
 @contextlib.contextmanager
-def cluster(workers: int | None = None, scheduler: str | None = None) -> Iterator[Client]:
+def cluster(
+    workers: int | None = None,
+    scheduler: str | None = None,
+    *,
+    connect_timeout: float = SCHEDULER_CONNECT_TIMEOUT_S,
+) -> Iterator[Client]:
     """A Dask client for distributed probes, closed on exit: connected to ``scheduler``
     (an address such as ``tcp://10.0.0.1:8786``), or to a new LocalCluster of
-    ``workers`` process workers with one thread each on 127.0.0.1 (closed with it)."""
+    ``workers`` process workers with one thread each on 127.0.0.1 (closed with it).
+
+    A scheduler that refuses the connection fails at once, one that does not answer
+    within ``connect_timeout`` seconds (``SCHEDULER_CONNECT_TIMEOUT_S``) then:
+    :class:`TargetUnreachableError` naming the address; an address Dask cannot parse
+    is a :class:`ConfigurationError`."""
     dask = _import_dask()
     if scheduler is not None:
-        with dask.Client(scheduler) as client:
+        with _connect(dask, scheduler, connect_timeout) as client:
             yield client
         return
     if workers is None:
@@ -273,6 +289,50 @@ def cluster(workers: int | None = None, scheduler: str | None = None) -> Iterato
         dask.Client(local) as client,
     ):
         yield client
+
+
+def _connect(dask: Any, address: str, timeout: float) -> Client:
+    """A client of the scheduler at ``address``, or a clear error within ``timeout`` s.
+
+    For ``tcp://`` and ``tls://`` a plain TCP connect comes first: Dask retries a refused
+    connection until its timeout, where the socket says "refused" at once. On ``tcp://``
+    it then waits for the scheduler's first bytes (a scheduler sends its handshake as
+    it accepts): Dask waits for that handshake without a timeout, so a port held by
+    something that is not a scheduler would hang it. The scheduler logs the probe
+    connection at INFO level ("closed before handshake completed")."""
+    fix = (
+        "check the address (e.g. tcp://10.0.0.1:8786), that 'dask scheduler' runs there "
+        "and that the network lets you reach it"
+    )
+    try:
+        scheme, location = dask.comm.parse_address(address)
+        host, port = dask.comm.addressing.parse_host_port(location, default_port=8786)
+    except ValueError as exc:
+        raise ConfigurationError(
+            f"--scheduler {address!r} is not a Dask address ({exc}): write "
+            "tcp://HOST:PORT, e.g. tcp://10.0.0.1:8786"
+        ) from None
+    if scheme in ("tcp", "tls"):
+        step = "connect"
+        try:
+            with socket.create_connection((host, port), timeout=timeout) as probe:
+                step = "handshake"
+                if scheme == "tcp" and not probe.recv(1, socket.MSG_PEEK):
+                    raise ConnectionResetError("closed the connection")
+        except OSError as exc:
+            silent = isinstance(exc, TimeoutError)
+            reason = f"no answer within {timeout:g} s" if silent else str(exc) or type(exc).__name__
+            what = "reach" if step == "connect" else "get a Dask handshake from"
+            raise TargetUnreachableError(
+                f"cannot {what} the Dask scheduler at {address} ({reason}): {fix}"
+            ) from None
+    try:
+        client: Client = dask.Client(address, timeout=timeout)
+    except (OSError, TimeoutError) as exc:  # Dask: "Timed out trying to connect to ..."
+        raise TargetUnreachableError(
+            f"cannot connect to the Dask scheduler at {address} ({exc}): {fix}"
+        ) from None
+    return client
 
 
 def _import_dask() -> Any:

@@ -96,7 +96,7 @@ def run_command(results: Iterable[Result]) -> str:
     if not probes:
         raise ConfigurationError("no probe results to rebuild a run command from")
     words = ["storeprobe", "run"]
-    words += list(dict.fromkeys(result.url for result in probes))
+    words += list(dict.fromkeys(result.target_id for result in probes))
     streams = sorted({result.streams for result in probes})
     words += ["--streams", *(str(n) for n in streams)]
     for spec in dict.fromkeys(_workload_spec(result) for result in probes):

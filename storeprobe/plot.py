@@ -43,7 +43,14 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["OKABE_ITO", "plot_backup", "plot_probes", "plot_streams", "plot_timeline"]
+__all__ = [
+    "OKABE_ITO",
+    "image_formats",
+    "plot_backup",
+    "plot_probes",
+    "plot_streams",
+    "plot_timeline",
+]
 
 #: the Okabe–Ito colour-blind-safe palette, in the order series get their colours
 OKABE_ITO = (
@@ -68,6 +75,16 @@ def _figure_class() -> Any:
             "plots need matplotlib: pip install 'storeprobe[plot]'"
         ) from None
     return Figure
+
+
+def image_formats() -> frozenset[str]:
+    """The file name suffixes (without the dot: ``png``, ``svg``, ``pdf``...) a chart can be
+    saved as with ``figure.savefig(path)``; :class:`MissingDependencyError` without
+    matplotlib."""
+    _figure_class()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return frozenset(FigureCanvasBase.get_supported_filetypes())
 
 
 def _measured(results: Iterable[Result]) -> list[Result]:

@@ -204,8 +204,9 @@ class Probe(SeedProbes):
         ``versions`` is a count (the dataset and its successive ``evolve()`` results with
         their defaults) or the versions themselves. ``method`` names the tool whose
         requests are replayed (:data:`storeprobe.backup.METHODS`: ``"files"`` is
-        whole-file sync, as rclone; ``"chunks"`` a generic chunk store, one existence
-        check per chunk) or is a :class:`~storeprobe.backup.BackupMethod` with its
+        whole-file sync, as rclone; ``"restic"`` restic 0.14's repository of packs, index
+        and snapshots; ``"chunks"`` a generic chunk store, one existence check per
+        chunk) or is a :class:`~storeprobe.backup.BackupMethod` with its
         options; ``chunk_size`` (bytes or ``"4MiB"``) sets a chunking method's average
         chunk size (its default otherwise). Requests run
         ``streams`` at a time; the scenario runs once (``repeats`` does not apply: each

@@ -107,13 +107,24 @@ def redact_url(url: str) -> str:
 
     ``sftp://user:pw@host/dir`` → ``sftp://host/dir``; ``s3://bucket/x?token=t`` →
     ``s3://bucket/x``.
+
+    A URL too malformed to parse (a port that is not a number, an unclosed ``[``) keeps
+    its host text as written, without user or password: redaction never raises, so the
+    error that names such a URL can show it.
     """
     if "://" not in url:
         return url
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if ":" in host:  # an IPv6 address keeps its brackets
+            host = f"[{host}]"
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
+    except ValueError:  # nothing before the last "@" is shown: it may hold a password
+        scheme, _, rest = url.partition("://")
+        shown = rest.rpartition("@")[2].split("?")[0].split("#")[0]
+        return f"{scheme}://{shown}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 

@@ -59,7 +59,9 @@ __all__ = [
 #       Also in 2: environment gains cpu_model, memory_bytes, operating_system, endpoint,
 #       rtt_s, rtt_note; operations backup, restore, head, list, delete; results of a
 #       scenario step carry "step" (absent or null otherwise); results of a distributed
-#       probe carry "fleet" (absent or null otherwise), holding each worker's result.
+#       probe carry "fleet" (absent or null otherwise), holding each worker's result;
+#       "target_name" (absent or null: the URL names the target) is the default local
+#       target's name across runs, file://$TMPDIR.
 #: the version of the results document that dump_results writes (history above)
 SCHEMA_VERSION = 2
 #: every version load_results reads
@@ -286,8 +288,19 @@ class Result:
     #: how a distributed probe ran (None for one process): its workers, their clock
     #: offsets and each worker's own Result (see :mod:`storeprobe.distributed`)
     fleet: Fleet | None = None
+    #: the target's name across runs where its URL is made afresh for each run: the
+    #: default local target of ``storeprobe run`` (a new temporary directory every time)
+    #: is ``file://$TMPDIR``; None: the URL names the target (see :attr:`target_id`)
+    target_name: str | None = None
 
     # -- identity -----------------------------------------------------------------
+    @property
+    def target_id(self) -> str:
+        """What names the target across runs: :attr:`target_name` when set, else
+        :attr:`url`. Comparisons match on it and tables group by it; ``url`` stays the
+        path that was written."""
+        return self.url if self.target_name is None else self.target_name
+
     @property
     def probe(self) -> str:
         """``"upload small"``, ``"download 10 × 1 MiB"``: operation and workload."""
@@ -465,6 +478,7 @@ class Result:
             "environment": self.environment.to_dict(),
             "step": None if self.step is None else self.step.to_dict(),
             "fleet": None if self.fleet is None else self.fleet.to_dict(),
+            "target_name": self.target_name,
         }
 
     @classmethod
@@ -486,6 +500,7 @@ class Result:
                 environment=Environment.from_dict(data["environment"]),
                 step=None if data.get("step") is None else Step.from_dict(data["step"]),
                 fleet=None if data.get("fleet") is None else Fleet.from_dict(data["fleet"]),
+                target_name=data.get("target_name"),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ResultFormatError(f"malformed result record: {exc!r}") from exc
@@ -630,10 +645,28 @@ def _upgrade_v1(record: Any) -> Any:
     return upgraded
 
 
+def _read_file(path: Path) -> tuple[str, str]:
+    """A results file's text and its name for messages; a file that is not UTF-8 text
+    (an image, an archive) or a directory is refused as not a results document."""
+    origin = f"file {str(path)!r}"
+    if path.is_dir():
+        raise ResultFormatError(
+            f"not a storeprobe results document: {origin} is a directory: give the JSON "
+            "file written by 'storeprobe run --json FILE'"
+        )
+    try:
+        return path.read_text(encoding="utf-8"), origin
+    except UnicodeDecodeError:
+        raise ResultFormatError(
+            f"not a storeprobe results document: {origin} is not text (a results file is "
+            "JSON): give the file written by 'storeprobe run --json FILE'"
+        ) from None
+
+
 def _read(source: str | Path) -> tuple[str, str]:
     """The document's text and where it came from (for messages)."""
     if isinstance(source, Path):
-        return source.read_text(), f"file {str(source)!r}"
+        return _read_file(source)
     if not isinstance(source, str):
         raise ResultFormatError(
             f"load_results takes JSON text or a file's path, not {type(source).__name__}"
@@ -646,7 +679,7 @@ def _read(source: str | Path) -> tuple[str, str]:
     except (OSError, ValueError):  # a name too long, a NUL byte: not a path
         is_file = False
     if is_file:
-        return path.read_text(), f"file {source!r}"
+        return _read_file(path)
     shown = source if len(source) <= 80 else source[:77] + "..."
     raise ResultFormatError(
         f"not a storeprobe results document: {shown!r} is neither JSON text (it does not "

@@ -19,6 +19,8 @@ printed under the table. ``str(result_set)`` is the per-result table.
 from __future__ import annotations
 
 import html
+import os
+import secrets
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -187,16 +189,23 @@ class ResultSet:
     def save(self, path: str | Path, *, append: bool = True) -> None:
         """Write to ``path``; with ``append`` (default) earlier results in it are kept.
 
-        The file is written to a temporary name and renamed, so a crash never leaves a
-        half-written file, and an unreadable existing file is refused, never overwritten.
+        The file is written to a temporary name of its own in the same directory and
+        renamed over ``path`` (``os.replace``), so a crash never leaves a half-written
+        file, and an unreadable existing file is refused, never overwritten. An empty
+        existing file holds no results.
         """
         target = Path(path)
         combined = self
-        if append and target.exists():
+        if append and target.exists() and target.stat().st_size:
             combined = ResultSet(load_results(target)).merge(self.results)
-        temporary = target.with_name(f".{target.name}.tmp")
-        temporary.write_text(combined.to_json() + "\n")
-        temporary.replace(target)
+        temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            with temporary.open("x", encoding="utf-8") as handle:  # x: never another's file
+                handle.write(combined.to_json() + "\n")
+            os.replace(temporary, target)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
 
     # -- statistics across results ----------------------------------------------------
     def sweep_saturation(self, threshold: float = 0.95) -> Saturation | None:

@@ -72,6 +72,7 @@ _UNREACHABLE_NAMES = frozenset(
         "gaierror",
     }
 )
+_BRACKETED = re.compile(r"\[[^\]]*\]")  # an IPv6 host such as [::1]
 _MALFORMED = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:(?!//)(?![A-Za-z]:)\S")
 _MISSING_CODES = ("NoSuchBucket", "ContainerNotFound", "BucketNotFound")
 _PERMISSION_CODES = (
@@ -225,6 +226,7 @@ class Target:
                 f"malformed URL {redact_url(url)!r}: write PROTOCOL://BUCKET/PATH "
                 "(two slashes), e.g. s3://bucket/dir"
             )
+        _check_url(url)
         options = dict(storage_options or {})
         secret_list = secret_values(options)
         protocol = split_protocol(url)[0] or "file"
@@ -336,6 +338,40 @@ class Target:
             kind, fix = classified
             return kind(f"{where}: {self.describe_error(exc)}. {fix[:1].upper()}{fix[1:]}")
         return translate_error(exc, where, self.scrub)
+
+
+def _check_url(url: str) -> None:
+    """Refuse what fsspec or urllib would trip over later: an unclosed IPv6 bracket, a
+    chained URL (``::``), a port that is not a number from 1 to 65535."""
+    scheme, separator, rest = url.partition("://")
+    authority = rest.rpartition("@")[2].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    host, port = authority, ""
+    if separator and authority.startswith("["):
+        address, bracket, after = authority.partition("]")
+        if not bracket or (after and not after.startswith(":")):
+            raise ConfigurationError(
+                f"malformed host in {redact_url(url)!r}: write an IPv6 address in brackets, "
+                f"e.g. {scheme}://[::1]:{_example_port(scheme)}/dir"
+            )
+        host, port = f"{address}]", after[1:]
+    elif separator:
+        host, _, port = authority.partition(":")
+    if "::" in _BRACKETED.sub("", url):
+        raise ConfigurationError(
+            f"{redact_url(url)!r} contains '::', which fsspec reads as a chain of URLs "
+            "(a cache or an archive layered over a store, which storeprobe does not "
+            "measure): give one URL, without '::', e.g. memory://bench or s3://bucket/dir"
+        )
+    if port and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        raise ConfigurationError(
+            f"bad port {port!r} in {redact_url(url)!r}: a port is a number from 1 to 65535 "
+            f"(e.g. {scheme}://{host or 'host'}:{_example_port(scheme)}/...), or leave "
+            "':PORT' out for the default"
+        )
+
+
+def _example_port(scheme: str) -> int:
+    return 22 if scheme in ("sftp", "ssh") else 443
 
 
 def describe_error(exc: BaseException, scrubber: Callable[[str], str]) -> str:

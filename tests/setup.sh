@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs on a fresh machine: the package with its test
 # tools (pip), the Azure emulator Azurite (npm, into ./node_modules), OpenSSH's sshd,
-# iproute2, e2fsprogs, Chromium, librsync2 and rdiff, and the backup tools restic,
+# iproute2, e2fsprogs, Chromium, librsync2, rdiff and the backup tools restic,
 # rdiff-backup, duplicity and rsync (apt). The servers themselves are started and stopped
 # by the tests.
 set -euo pipefail
@@ -19,11 +19,13 @@ missing=()
 command -v ip >/dev/null && command -v tc >/dev/null || missing+=(iproute2)
 command -v chattr >/dev/null || missing+=(e2fsprogs)
 command -v chromium >/dev/null || missing+=(chromium)
-# librsync2 for storeprobe.delta (ctypes); rdiff is what tests/test_delta.py compares it with
+# librsync2 for storeprobe.delta (ctypes); rdiff is a tool tests/test_delta.py compares
+# it with (rdiff pulls librsync2 in)
 ldconfig -p | grep 'librsync\.so\.2' >/dev/null || missing+=(librsync2)
 command -v rdiff >/dev/null || missing+=(rdiff)
-# the real backup tools the backup methods are proven against (tests/backup_tools.py);
-# duplicity's boto3+s3:// backend imports boto3 from Debian's /usr/bin/python3
+# the real backup tools the backup methods are proven against (tests/backup_tools.py,
+# tests/test_delta.py); duplicity's boto3+s3:// backend imports boto3 from Debian's
+# /usr/bin/python3
 for tool in restic rdiff-backup duplicity rsync; do
   command -v "$tool" >/dev/null || missing+=("$tool")
 done

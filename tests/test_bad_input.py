@@ -24,13 +24,16 @@ from storeprobe import (
     StoreProbeError,
     TargetNotFoundError,
     TargetPermissionError,
+    TargetUnreachableError,
     UnitError,
     Workload,
 )
 from storeprobe.cli import main
+from storeprobe.cli_output import check_output
+from storeprobe.distributed import cluster
 from tests.conftest import s3_options
 from tests.helpers import tree
-from tests.servers import S3_KEY, S3_SECRET, Server, rclone_s3
+from tests.servers import S3_KEY, S3_SECRET, Server, free_port, rclone_s3
 
 DOCS = Path(__file__).parent.parent / "docs" / "bad-input.md"
 
@@ -386,7 +389,82 @@ CASES = [
         "nope.json",
         lambda e: ["report", str(e.tmp / "nope.json")],
     ),
+    Case(
+        "results file that is not text (an image)",
+        lambda e: ResultSet.load(_image(e)),
+        ResultFormatError,
+        "is not text",
+        lambda e: ["report", str(_image(e))],
+    ),
+    Case(
+        "port that is not a number",
+        lambda e: Probe.from_url("sftp://127.0.0.1:abc/x"),
+        ConfigurationError,
+        "bad port 'abc'",
+        lambda e: ["run", "sftp://127.0.0.1:abc/x"],
+    ),
+    Case(
+        "URL with '::' (an fsspec chain)",
+        lambda e: Probe.from_url("memory://x::"),
+        ConfigurationError,
+        "contains '::'",
+        lambda e: ["run", "memory://x::"],
+    ),
+    Case(
+        "--json into a missing directory",
+        lambda e: check_output(e.tmp / "missing" / "r.json", "--json", "results"),
+        ConfigurationError,
+        "does not exist: create it first",
+        lambda e: [*_cli_memory(), "--json", str(e.tmp / "missing" / "r.json")],
+    ),
+    Case(
+        "--json naming a file that is not a results file",
+        lambda e: check_output(_notes(e), "--json", "results"),
+        ConfigurationError,
+        "already exists and the results cannot be added to it",
+        lambda e: [*_cli_memory(), "--json", str(_notes(e))],
+    ),
+    Case(
+        "--plot with a suffix no chart is saved as",
+        lambda e: check_output(e.tmp / "chart.txt", "--plot", "image"),
+        ConfigurationError,
+        "a chart is saved as .png, .svg or .pdf",
+        lambda e: ["sweep", "memory://bad", "--plot", str(e.tmp / "chart.txt")],
+    ),
+    Case(
+        "Dask scheduler at a closed port",
+        lambda e: _connect_scheduler(f"tcp://127.0.0.1:{free_port()}"),
+        TargetUnreachableError,
+        "Connection refused",
+        lambda e: [*_cli_memory(), "--scheduler", f"tcp://127.0.0.1:{free_port()}"],
+        1,
+    ),
 ]
+
+
+#: files the cases write as their input (never the output of a probe)
+_INPUT_FILES = frozenset({"results.json", "chart.png", "notes.txt"})
+
+
+def _cli_memory() -> list[str]:
+    return ["run", "memory://bad", "--workload", "2x1KiB", "--repeats", "1", "--no-progress"]
+
+
+def _image(env: Env) -> Path:
+    path = env.tmp / "chart.png"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+    return path
+
+
+def _notes(env: Env) -> Path:
+    path = env.tmp / "notes.txt"
+    path.write_text("my notes, not results\n")
+    return path
+
+
+def _connect_scheduler(address: str) -> None:
+    with cluster(scheduler=address):
+        pass
 
 
 def _raise_errors(result: Any) -> None:
@@ -435,7 +513,7 @@ def test_api(case: Case, env: Env, s3_bucket_dir: Path, monkeypatch: pytest.Monk
             monkeypatch.delitem(sys.modules["fsspec.registry"]._registry, protocol, raising=False)
 
     def state() -> tuple[dict[str, str], dict[str, str]]:
-        local = {k: v for k, v in tree(env.tmp).items() if k != "results.json"}
+        local = {k: v for k, v in tree(env.tmp).items() if k not in _INPUT_FILES}
         return tree(s3_bucket_dir), local
 
     before = state()

@@ -14,7 +14,7 @@ import pytest
 
 from storeprobe import ResultSet, load_results
 from storeprobe.cli import main
-from tests.servers import S3_KEY, S3_SECRET, Server
+from tests.servers import S3_KEY, S3_SECRET, Server, free_port
 
 
 def test_default_run_probes_a_local_temporary_directory(
@@ -421,3 +421,184 @@ def test_seed_reproduces_a_run_and_no_seed_draws_a_fresh_one(tmp_path: Path) -> 
     assert seeded == [7, 7, 7, 7]
     fresh = {r.workload.seed for f in files[2:] for r in load_results(f)}
     assert len(fresh) >= 2  # a fresh random seed per measurement
+
+
+# -- nothing lost: output paths checked first, results saved as each probe ends ----------------
+def _argv_with_bad_output(command: str, tmp: Path) -> tuple[list[str], str]:
+    disk = str(tmp / "disk")
+    notes = tmp / "notes.txt"
+    probe = ["--workload", "2x1KiB", "--repeats", "1", "--no-progress"]
+    return {
+        "run --json missing dir": (
+            ["run", disk, *probe, "--json", str(tmp / "missing" / "r.json")],
+            "the directory",
+        ),
+        "run --json notes": (["run", disk, *probe, "--json", str(notes)], "already exists"),
+        "run --json dir": (["run", disk, *probe, "--json", str(tmp)], "is a directory"),
+        "run --json /dev/null": (["run", disk, *probe, "--json", "/dev/null"], "regular file"),
+        "sweep --json missing dir": (
+            ["sweep", disk, *probe, "--streams", "1", "--json", str(tmp / "no" / "s.json")],
+            "does not exist",
+        ),
+        "sweep --plot suffix": (
+            ["sweep", disk, *probe, "--streams", "1", "--plot", str(tmp / "chart.json")],
+            "a chart is saved as",
+        ),
+        "backup --json notes": (
+            ["backup", disk, "--size", "64KiB", "--versions", "1", "--json", str(notes)],
+            "already exists",
+        ),
+    }[command]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "run --json missing dir",
+        "run --json notes",
+        "run --json dir",
+        "run --json /dev/null",
+        "sweep --json missing dir",
+        "sweep --plot suffix",
+        "backup --json notes",
+    ],
+)
+def test_a_bad_output_path_is_refused_before_any_probe_runs(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "disk").mkdir()
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes, not results\n")
+    argv, fragment = _argv_with_bad_output(command, tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("storeprobe: error: --"), err  # the one line, first: nothing ran
+    assert len(err.splitlines()) == 1
+    assert fragment in err
+    assert notes.read_text() == "my notes, not results\n"  # never overwritten
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["disk", "notes.txt"]
+    assert list((tmp_path / "disk").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("option", "name", "fragment"),
+    [
+        ("--html", "report.txt", "named FILE.html"),
+        ("--html", "missing/report.html", "does not exist"),
+        ("--plot", "chart.csv", "a chart is saved as"),
+    ],
+)
+def test_report_checks_its_outputs_before_reading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, name: str, fragment: str
+) -> None:
+    results = tmp_path / "r.json"
+    argv = ["run", "memory://out", "--workload", "2x1KiB", "--repeats", "1", "--no-progress"]
+    assert main([*argv, "--json", str(results)]) == 0
+    capsys.readouterr()
+    assert main(["report", str(results), option, str(tmp_path / name)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""  # no table printed before the refusal
+    assert fragment in err
+    assert "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+
+
+@pytest.mark.parametrize(
+    ("failing", "first", "fragment"),
+    [
+        ("absent directory", False, "does not exist"),
+        ("absent directory", True, "does not exist"),
+        ("sftp at a closed port", False, "ConnectionRefusedError"),  # refuses as it opens
+    ],
+)
+def test_a_failing_target_keeps_the_results_of_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], failing: str, first: bool, fragment: str
+) -> None:
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    bad = (
+        str(tmp_path / "absent")
+        if failing == "absent directory"
+        else f"sftp://127.0.0.1:{free_port()}/x"
+    )
+    results = tmp_path / "r.json"
+    urls = [bad, str(disk)] if first else [str(disk), bad]
+    argv = ["run", *urls, "--workload", "2x1KiB", "--repeats", "1", "--no-progress"]
+    assert main([*argv, "--json", str(results)]) == 1
+    captured = capsys.readouterr()
+    assert "storeprobe: error:" in captured.err
+    assert fragment in captured.err
+    shown = bad if "://" in bad else f"file://{bad}"
+    assert f"1 of 2 targets refused and were skipped: {shown}" in captured.err
+    assert "Traceback" not in captured.err
+    saved = load_results(results)
+    assert [(r.url, r.operation) for r in saved] == [
+        (f"file://{disk}", "upload"),
+        (f"file://{disk}", "download"),
+    ]
+    assert all(r.ok for r in saved)
+    rows = [line for line in captured.out.splitlines() if line.startswith("| upload")]
+    assert len(rows) == 1  # the table shows what was measured
+    assert list(disk.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["disk", "r.json"]  # no temporary left
+
+
+def test_two_default_runs_match_each_other_in_compare(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tempfile
+
+    files = [tmp_path / "a.json", tmp_path / "b.json"]
+    for path in files:
+        assert main(["run", "--workload", "2x1KiB", "--repeats", "3", "--json", str(path)]) == 0
+    runs = [load_results(path) for path in files]
+    # each run wrote its own temporary directory, kept in the url; the name is the same
+    assert runs[0][0].url != runs[1][0].url
+    assert {r.target_name for run in runs for r in run} == {f"file://{tempfile.gettempdir()}"}
+    assert {r.target_id for run in runs for r in run} == {f"file://{tempfile.gettempdir()}"}
+    capsys.readouterr()
+    code = main(["compare", str(files[0]), str(files[1]), "--format", "csv"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    rows = list(csv.DictReader(io.StringIO(captured.out)))
+    assert [(row["target"], row["operation"], row["count"]) for row in rows] == [
+        (f"file://{tempfile.gettempdir()}", "upload", "2"),
+        (f"file://{tempfile.gettempdir()}", "download", "2"),
+    ]
+
+
+def test_an_interrupted_run_keeps_the_results_of_finished_probes(tmp_path: Path) -> None:
+    import contextlib
+    import signal
+    import time
+
+    from storeprobe import ResultFormatError
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    results = tmp_path / "r.json"
+    argv = [sys.executable, "-m", "storeprobe", "run", str(disk), "--no-progress"]
+    # the small probes finish at once; the large one would run for minutes
+    argv += ["--workload", "1x1KiB", "--workload", "2000x64KiB", "--repeats", "50"]
+    process = subprocess.Popen(
+        [*argv, "--json", str(results)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    saved: list[object] = []
+    deadline = time.monotonic() + 60
+    while len(saved) < 2 and time.monotonic() < deadline and process.poll() is None:
+        # the file is replaced whole: it is either absent or a complete document
+        with contextlib.suppress(FileNotFoundError, ResultFormatError):
+            saved = list(load_results(results))
+        time.sleep(0.02)
+    assert len(saved) == 2, "the two small probes were never saved"
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    kept = load_results(results)
+    assert [(r.probe, r.ok) for r in kept[:2]] == [
+        ("upload 1 × 1 KiB", True),
+        ("download 1 × 1 KiB", True),
+    ]
+    assert len(kept) == 2  # the large probe was interrupted: never saved half-done
+    assert b"results measured are in" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["disk", "r.json"]  # no temporary

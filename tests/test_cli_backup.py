@@ -84,3 +84,22 @@ def test_backup_of_a_real_directorys_shape(
     assert "2 files" in capsys.readouterr().err
     assert tree(target) == {}
     assert (source / "a.txt").read_bytes() == b"x" * 3000  # the source is only measured
+
+
+def test_a_failing_target_keeps_the_steps_of_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target, absent = tmp_path / "target", tmp_path / "absent"
+    target.mkdir()
+    out = tmp_path / "results.json"
+    argv = ["backup", str(target), str(absent), "--size", "256KiB", "--versions", "2"]
+    assert main([*argv, "--json", str(out)]) == 1
+    printed = capsys.readouterr()
+    assert "storeprobe: error:" in printed.err
+    assert "does not exist" in printed.err
+    assert f"1 of 2 targets refused and were skipped: file://{absent}" in printed.err
+    saved = ResultSet.load(out)
+    assert {r.url for r in saved} == {f"file://{target}"}
+    assert len(saved) == 4  # two backups, two restores, saved as the scenario ended
+    assert any(str(target) in line for line in _table_lines(printed.out))
+    assert tree(target) == {}

@@ -312,8 +312,8 @@ def test_several_results_of_one_probe_on_a_side_are_pooled() -> None:
     assert row.regressed
 
 
-def test_backup_steps_are_excluded_and_counted() -> None:
-    step = Step(
+def backup_step() -> Step:
+    return Step(
         scenario="backup-restore",
         method="files",
         kind="backup",
@@ -325,6 +325,10 @@ def test_backup_steps_are_excluded_and_counted() -> None:
         moved_bytes=10,
         incremental=False,
     )
+
+
+def test_backup_steps_are_excluded_and_counted() -> None:
+    step = backup_step()
     report = compare_results(
         [result([1.0] * 3), result([1.0], step=step)], [result([1.0] * 3), result([2.0], step=step)]
     )
@@ -530,12 +534,28 @@ def test_cli_formats_parse(
         assert "0.500" in out
 
 
-def test_cli_warns_when_nothing_matches(
-    files: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_cli_exits_2_when_only_backup_steps_would_match(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = write(tmp_path / "base.json", [result([1.0], step=backup_step())])
+    new = write(tmp_path / "new.json", [result([2.0], step=backup_step())])
+    assert main(["compare", base, new, "--fail-slower", "5%"]) == 2
+    err = capsys.readouterr().err
+    assert "0 compared (2 backup steps are never compared: one sample each)" in err
+
+
+@pytest.mark.parametrize("threshold", [["--fail-slower", "5%"], []])
+def test_cli_exits_2_when_nothing_matches(
+    files: dict[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    threshold: list[str],
 ) -> None:
     other = write(tmp_path / "other.json", [result([1.0] * 3, url="s3://other")])
-    assert main(["compare", files["base"], other, "--fail-slower", "5%"]) == 0
+    assert (
+        main(["compare", files["base"], other, *threshold]) == 2
+    )  # a gate never passes on nothing
     out, err = capsys.readouterr()
     assert "only in base" in out
     assert "only in new" in out
-    assert "no probe of NEW matches one of BASE" in err
+    assert "storeprobe: error: no probe of NEW matches one of BASE, 0 compared" in err

@@ -14,8 +14,14 @@ import pytest
 from distributed import Client
 
 from storeprobe import Code, Probe, Workload, dump_results, load_results
-from storeprobe.distributed import Window, aggregate, cluster, estimate_offset
-from storeprobe.errors import ConfigurationError
+from storeprobe.distributed import (
+    SCHEDULER_CONNECT_TIMEOUT_S,
+    Window,
+    aggregate,
+    cluster,
+    estimate_offset,
+)
+from storeprobe.errors import ConfigurationError, TargetUnreachableError
 from storeprobe.result import Sample
 from tests.conftest import s3_options
 from tests.helpers import tree
@@ -102,6 +108,42 @@ def test_a_distributed_probe_says_what_it_needs() -> None:
 def two_workers() -> Iterator[Client]:
     with cluster(2) as client:
         yield client
+
+
+def test_a_scheduler_is_reached_by_its_address(two_workers: Client) -> None:
+    address = two_workers.scheduler.address
+    with cluster(scheduler=address, connect_timeout=SCHEDULER_CONNECT_TIMEOUT_S) as client:
+        assert len(client.run_on_scheduler(_worker_addresses)) == 2
+
+
+def _worker_addresses(dask_scheduler: Any) -> list[str]:
+    return sorted(dask_scheduler.workers)
+
+
+def test_a_port_where_no_scheduler_answers_fails_within_the_timeout() -> None:
+    import socket
+    import time
+
+    with socket.socket() as silent:  # accepts connections (the kernel does), never speaks
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        address = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        began = time.monotonic()
+        with (
+            pytest.raises(TargetUnreachableError, match=r"no answer within 0\.5 s"),
+            cluster(scheduler=address, connect_timeout=0.5),
+        ):
+            pass
+        # Dask alone would wait for the handshake for ever; the bound is the timeout
+        assert time.monotonic() - began < 30
+
+
+def test_a_scheduler_address_dask_cannot_parse_is_a_usage_error() -> None:
+    with (
+        pytest.raises(ConfigurationError, match="is not a Dask address"),
+        cluster(scheduler="tcp://127.0.0.1:port"),
+    ):
+        pass
 
 
 def s3_probe(endpoint: str, **options: Any) -> Probe:

@@ -25,6 +25,7 @@ class LoopbackServer:
         self.socket = socket.create_server(("127.0.0.1", 0))
         self.port: int = self.socket.getsockname()[1]
         self.accepted = 0
+        self._changed = threading.Condition()
         self._thread = threading.Thread(target=self._serve, daemon=True)
 
     def _serve(self) -> None:
@@ -33,8 +34,21 @@ class LoopbackServer:
                 connection, _ = self.socket.accept()
             except OSError:  # closed by stop()
                 return
-            self.accepted += 1
+            with self._changed:
+                self.accepted += 1
+                self._changed.notify_all()
             connection.close()
+
+    def wait_accepted(self, count: int, timeout: float = 10.0) -> int:
+        """The accepted count once it reaches ``count`` (or after ``timeout`` s).
+
+        A client's connect completes in the kernel's backlog before this server's thread
+        calls ``accept()``, so the count lags the connects: wait for the state, never
+        read it right after the client returns.
+        """
+        with self._changed:
+            self._changed.wait_for(lambda: self.accepted >= count, timeout)
+            return self.accepted
 
     def start(self) -> LoopbackServer:
         self._thread.start()
@@ -99,7 +113,7 @@ def test_round_trip_is_measured_against_a_loopback_server(server: LoopbackServer
     assert environment.rtt_s is not None
     assert math.isfinite(environment.rtt_s)
     assert environment.rtt_s > 0
-    assert server.accepted == RTT_CONNECTS
+    assert server.wait_accepted(RTT_CONNECTS) == RTT_CONNECTS
 
 
 def test_the_connect_function_is_injectable(server: LoopbackServer) -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from storeprobe import ConfigurationError, Probe, Sample, Workload
+from storeprobe import ConfigurationError, Probe, Sample, Settings, Workload
 from storeprobe.measurement import Measurement
 from storeprobe.notices import Code
 from storeprobe.timeline import (
@@ -198,13 +198,7 @@ def test_a_stalled_sample_is_warned_about_by_the_measurement(tmp_path: Path) -> 
         target=probe.target,
         operation="upload",
         workload=Workload(count=1, size=1),
-        streams=1,
-        repeats=2,
-        verify=False,
-        timeout=None,
-        part_size=None,
-        stage_above=1 << 30,
-        label=None,
+        settings=Settings(repeats=2, verify=False, timeout=None),
         clock=time.perf_counter_ns,
         callback=None,
     )

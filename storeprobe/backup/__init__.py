@@ -6,6 +6,8 @@ of a dataset (a :class:`~storeprobe.dataset.Tree` and its ``evolve``\\ d success
 is a Result. What a step asks of the storage is decided by its method, one module each:
 
 - ``files`` (:mod:`storeprobe.backup.files`): whole-file sync, as ``rclone sync``;
+- ``restic`` (:mod:`storeprobe.backup.restic`): restic 0.14's repository, chunks packed
+  into pack files with an index, trees and a snapshot per backup, ranged pack reads;
 - ``duplicity`` (:mod:`storeprobe.backup.duplicity`): duplicity 0.8's chain of tar
   volumes, librsync signatures and deltas, and manifests;
 - ``chunks`` (:mod:`storeprobe.backup.chunks`): a generic per-file chunk store, one HEAD
@@ -26,6 +28,7 @@ from storeprobe.backup.files import Files
 from storeprobe.backup.method import BackupMethod, Replay
 from storeprobe.backup.objects import Blob, Read
 from storeprobe.backup.registry import METHODS, method_for
+from storeprobe.backup.restic import Restic
 from storeprobe.backup.scenario import backup_restore
 from storeprobe.backup.session import Session
 from storeprobe.execution import Leftover
@@ -43,6 +46,7 @@ __all__ = [
     "Method",
     "Read",
     "Replay",
+    "Restic",
     "Session",
     "backup_restore",
     "method_for",

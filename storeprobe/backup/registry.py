@@ -8,6 +8,7 @@ from storeprobe.backup.chunks import Chunks
 from storeprobe.backup.duplicity import Duplicity
 from storeprobe.backup.files import Files
 from storeprobe.backup.method import BackupMethod
+from storeprobe.backup.restic import Restic
 from storeprobe.errors import ConfigurationError
 from storeprobe.manifest import Chunking
 
@@ -15,6 +16,7 @@ __all__ = ["METHODS", "method_for"]
 
 _REGISTRY: dict[str, type[BackupMethod]] = {
     Files.name: Files,
+    Restic.name: Restic,
     Duplicity.name: Duplicity,
     Chunks.name: Chunks,
 }

@@ -40,7 +40,7 @@ from storeprobe.backup.session import Session
 from storeprobe.dataset import Dataset, Image, Tree
 from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError
-from storeprobe.execution import cleanup_notice, open_run
+from storeprobe.execution import bounded, cleanup_notice, open_run
 from storeprobe.notices import Code, Notice
 from storeprobe.restore import verify_restore
 from storeprobe.result import Result
@@ -240,7 +240,11 @@ def backup_restore(
     steps = _plan(versions, restore)
     environment, prefix = open_run(target, settings.label, settings.timeout, chosen.folders)
     backend = target.backend
-    reader = backend.range_reader(f"{prefix}/range-check") if chosen.ranged_reads else backend
+    reader = (
+        _range_reader(target, f"{prefix}/range-check", settings.timeout)
+        if chosen.ranged_reads
+        else backend
+    )
     if not isinstance(reader, AsyncBackend | SyncBackend):
         raise TypeError(f"{type(reader).__name__} is neither an async nor a sync backend")
     session = Session(
@@ -281,6 +285,19 @@ def backup_restore(
         last = results[-1]
         results[-1] = attrs.evolve(last, warnings=(*last.warnings, notice))
     return results
+
+
+def _range_reader(target: Target, probe: str, timeout: float | None) -> object:
+    """The client that reads byte ranges here, decided once before step 1 (untimed): a
+    1-byte object is written at ``probe``, read with a ranged GET, and deleted."""
+    fs = target.fs
+    bounded(lambda: fs.pipe_file(probe, b"\0"), timeout)
+    try:
+        found: list[object] = []
+        bounded(lambda: found.append(target.backend.range_reader(probe)), timeout)
+        return found[0]
+    finally:
+        bounded(lambda: fs.rm_file(probe), timeout)
 
 
 def _not_run(cause: Notice) -> Notice:

@@ -11,11 +11,13 @@ from storeprobe.units import format_bytes
 
 # -- one result --------------------------------------------------------------------------
 def target_label(result: ResultLike) -> str:
-    """The URL, plus the client when it is not the usual one for the protocol."""
+    """The target's name across runs (``result.target_id``: the URL, or the default local
+    target's ``file://$TMPDIR``), plus the client when it is not the usual one for the
+    protocol."""
     usual = _USUAL_BACKEND.get(result.protocol)
     if usual is None or usual == result.backend:
-        return result.url
-    return f"{result.url} ({result.backend})"
+        return result.target_id
+    return f"{result.target_id} ({result.backend})"
 
 
 def _plural(count: int, word: str) -> str:
