@@ -353,7 +353,8 @@ def test_volumes_without_compression_are_duplicitys_tar_streams(
     """With ``--no-compression`` a volume is a plain tar: the method's volumes hold the
     same members (names, sizes: file blocks, deltas, deleted entries, directories), in
     the same order, cut into the same volumes, as duplicity's, full and incremental; and
-    so do the signature archives (librsync signatures of the same sizes)."""
+    so do the signature archives (librsync signatures of the same sizes); the manifests
+    have the same lines but for host, directory and volume hashes."""
     first = Tree.generate(40, Sizes.lognormal("20KiB", 1.5, "900KiB"), seed=4)
     versions = [first, first.evolve(changed=0.2, added=0.1, deleted=0.1, rewrite=0.5)]
     source, target = tmp_path / "src", tmp_path / "target"
@@ -380,7 +381,8 @@ def test_volumes_without_compression_are_duplicitys_tar_streams(
             ours.append(_tar_members(volume))
 
         sigs: list[tuple[str, bytes | None, bool, int]] = []
-        for block in replay._blocks_of(version, previous, sigs, []):
+        listed: list[tuple[str, str]] = []
+        for block in replay._blocks_of(version, previous, sigs, listed):
             if writer.entries and writer.full():
                 take()
             writer.add(block)
@@ -391,12 +393,26 @@ def test_volumes_without_compression_are_duplicitys_tar_streams(
         (signatures,) = target.glob(f"duplicity-{'full' if kind == 'full' else 'new'}-sig*")
         assert _tar_members(_sigtar(sigs, False)) == _tar_members(signatures.read_bytes())
         assert len(_sigtar(sigs, False)) == signatures.stat().st_size
+        # the manifest: the same volumes' first and last paths and the same file list
+        (manifest,) = target.glob(f"duplicity-{kind}.*.manifest")
+        assert _manifest_lines(replay._manifest(listed, writer.bounds).decode()) == (
+            _manifest_lines(manifest.read_text())
+        )
         names = {name.split("/")[0] for volume in ours for name, _ in volume}
         if kind == "full":
             assert len(theirs) > 1  # the tree spans volumes
             assert names == {"snapshot", "multivol_snapshot"}
         else:
             assert {"diff", "deleted", "snapshot"} <= names  # deltas, deletions, new files
+
+
+def _manifest_lines(text: str) -> list[str]:
+    """A manifest's lines but the host's name, the source directory and volume hashes."""
+    return [
+        line
+        for line in text.splitlines()
+        if not line.startswith(("Hostname ", "Localdir ", "    Hash SHA1 "))
+    ]
 
 
 def _volume(path: Path) -> int:

@@ -31,12 +31,14 @@ user's ``~/.cache/duplicity``). Every rule below is read from that version's cod
   ``snapshot/<dir>/``. Volumes ``duplicity-inc.<t1>.to.<t2>.vol<n>.difftar.gz``, and
   ``duplicity-new-signatures.<t1>.to.<t2>.sigtar.gz`` with the new signatures of changed
   and new files and ``deleted/`` entries.
-- **Manifest** (``manifest.py``, ``to_string``): ``Hostname``, ``Localdir``, ``Filelist``
-  (one line per new, changed or deleted path), then per volume its first and last path
-  and block and a ``Hash SHA1`` line; written last, uncompressed.
+- **Manifest** (``manifest.py``; ``statistics.py``, ``add_delta_entries_file``):
+  ``Hostname``, ``Localdir``, per volume its first and last path and block and a
+  ``Hash SHA1`` line, then ``Filelist``: one line per regular file new, changed or
+  deleted; written last, uncompressed.
 - **Requests** (``dup_main.py``, ``backend.py``, ``backends/s3_boto3_backend.py``), as the
   logging S3 server saw them: every run lists the target twice (collection status);
-  each volume is one PUT followed by two HEADs (the size check after upload); then the
+  each volume is one PUT followed by two HEADs (``write_multivol``'s ``validate_block``:
+  a size query, then a first attempt that queries again); then the
   signatures and the manifest, one PUT each. On S3 an object of
   ``s3_multipart_chunk_size`` or more (``--s3-multipart-chunk-size``, 25 MiB: boto3's
   ``upload_file`` with that threshold and chunk size) is a multipart upload instead:
@@ -232,7 +234,9 @@ class _VolumeWriter:
             self.raw += block.length
         self.pending += b"\0" * pad
         self.entries.append(_Entry(block.path, block.kind, block.last, offset, block.length))
-        where = (block.path or ".", block.number)
+        # dup_main.write_multivol's get_indicies: a block's own number in a file with
+        # more blocks to come, None after a file's last block
+        where = (block.path or ".", None if block.last else block.number)
         self.first = self.first or where
         self.last = where
 
@@ -353,7 +357,6 @@ class _DuplicityReplay(Replay):
                 tar_name = f"{path}/" if path else "./"  # get_tarinfo: "." + "/"
                 yield _Block(f"snapshot/{tar_name}", path, "dir", None, 0, True, None, mtime, True)
                 sigs.append((f"snapshot/{path}", None, True, mtime))
-                listed.append((name, "changed" if path in old_dirs else "new"))
             elif path in new:
                 file = new[path]
                 if path in old and old[path] == file:
@@ -375,26 +378,26 @@ class _DuplicityReplay(Replay):
             else:  # in the previous version only: deleted
                 yield _Block(f"deleted/{path}", path, "deleted", None, 0, True, None, mtime, False)
                 sigs.append((f"deleted/{path}", None, False, mtime))
-                listed.append((name, "deleted"))
+                if path in old:  # a file (a deleted directory is not listed)
+                    listed.append((name, "deleted"))
                 self.signatures.pop(path, None)
 
     def _manifest(
         self, listed: list[tuple[str, str]], bounds: list[tuple[str, int | None, str, int | None]]
     ) -> bytes:
+        """As duplicity writes it while it runs: host and directory, each volume as it is
+        finished, then the regular files new, changed or deleted (``manifest.py``;
+        ``statistics.py``, ``add_delta_entries_file``: directories are not listed)."""
         lines = [f"Hostname {socket.gethostname()}", f"Localdir {self.method.localdir}"]
-        lines.append(f"Filelist {len(listed)}")
-        lines.extend(f"    {kind:<7}  {path}" for path, kind in listed)
-        text = "\n".join(lines) + "\n"
-        volumes = []
         for number, (start, start_block, end, end_block) in enumerate(bounds, start=1):
             digest = hashlib.sha1(f"{number}{start}{end}".encode()).hexdigest()
-            volumes.append(
-                f"Volume {number}:\n"
-                f"    StartingPath   {start} {_block_number(start_block)}\n"
-                f"    EndingPath     {end} {_block_number(end_block)}\n"
-                f"    Hash SHA1 {digest}"
-            )
-        return (text + "\n".join(volumes) + "\n").encode()
+            lines.append(f"Volume {number}:")
+            lines.append(f"    StartingPath   {start} {_block_number(start_block)}")
+            lines.append(f"    EndingPath     {end} {_block_number(end_block)}")
+            lines.append(f"    Hash SHA1 {digest}")
+        lines.append(f"Filelist {len(listed)}")
+        lines.extend(f"    {kind:<7}  {path}" for path, kind in listed)
+        return ("\n".join(lines) + "\n").encode()
 
     def backup(self, session: Session, version: Dataset, previous: Dataset | None) -> None:
         number = len(self.chain)
