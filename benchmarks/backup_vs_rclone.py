@@ -23,8 +23,9 @@ Then ``--rounds`` rounds; each round, for each N, in alternating order:
 - **storeprobe**: ``Probe.from_url("s3://bench/storeprobe", streams=N).backup_restore(
   tree, versions=[tree, evolved], method="files")``: backup 1 (full), backup 2
   (incremental), then the two restores (not compared; every byte verified). Reported per
-  backup step: the timed requests (``result.samples[0].seconds``: LIST, PUTs, manifest
-  PUT) and the step's wall time (measured around the scenario's backup step: it also
+  backup step: the timed requests (``result.samples[0].seconds``: LISTs, HEADs, PUTs, the
+  moves into the backup dir) and the step's wall time (measured around the
+  scenario's backup step: it also
   holds storeprobe's own planning and the untimed walk of the target that reports the
   space used); and the wall time of the whole call (setup, two backups, two restores
   with verification, cleanup), for reference.

@@ -147,7 +147,7 @@ def _kinds(value: Iterable[str]) -> tuple[str, ...]:
 class RequestClass:
     """A provider's class of requests: its name, the request kinds it holds (``put``,
     ``get``, ``head``, ``list``, ``delete``, ``create-multipart``, ``put-part``,
-    ``complete-multipart``) and its price per 1 000 requests."""
+    ``complete-multipart``, ``copy``) and its price per 1 000 requests."""
 
     name: str
     kinds: tuple[str, ...] = field(converter=_kinds)

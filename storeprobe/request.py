@@ -1,9 +1,9 @@
 """The request model: what a plan asks of a storage, and what each request returned.
 
 A :class:`Request` is one thing a client does against the storage: put, get, head,
-list or delete one key, or one step of a multipart upload. It names the key, the byte
-range and the body it sends (a :class:`Part` of a workload's object: a reference, not
-the bytes). A plan is an immutable sequence of phases; a phase is a tuple of requests
+list, delete or copy (server-side) one key, or one step of a multipart upload. It names
+the key, the byte range and the body it sends (a :class:`Part` of a workload's object: a
+reference, not the bytes). A plan is an immutable sequence of phases; a phase is a tuple of requests
 that may run concurrently (see :mod:`storeprobe.planning`).
 
 A backend turns a request into a :class:`Job`: the request's kind and a call (a
@@ -82,6 +82,9 @@ class Kind(enum.StrEnum):
     CREATE_MULTIPART = "create-multipart"
     PUT_PART = "put-part"
     COMPLETE_MULTIPART = "complete-multipart"
+    #: a server-side copy of the object ``Request.source`` to ``Request.key`` (S3's PUT
+    #: with ``x-amz-copy-source``; a hard link on a file system)
+    COPY = "copy"
 
 
 #: the kinds in a fixed order: a request's kind is recorded as its index here
@@ -114,7 +117,10 @@ class Request:
 
     ``start``/``stop`` bound a ranged read or a part's place in the object (``stop`` is
     exclusive; both None for the whole object). ``body`` is the part a write sends.
-    ``part_number`` is the 1-based number of a multipart step's part.
+    ``part_number`` is the 1-based number of a multipart step's part. A LIST with
+    ``one_level`` lists one folder level (the objects and subfolders directly under
+    ``key``, S3's ``delimiter=/``); without it, whatever the client's listing of ``key``
+    is (everything under it on object stores). A COPY copies ``source`` to ``key``.
     """
 
     kind: Kind
@@ -127,6 +133,10 @@ class Request:
     part_size: int | None = None
     #: parts such a put keeps in flight
     concurrency: int = 1
+    #: a LIST of the objects and subfolders directly under ``key`` only
+    one_level: bool = False
+    #: the object a COPY copies (a full key, like ``key``)
+    source: str | None = None
 
     @property
     def expected(self) -> int | None:

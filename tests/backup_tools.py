@@ -825,12 +825,22 @@ class RcloneSync:
         self.backups += 1
         return self.target.step(self.name, "backup", version, before, seconds, [argv], out)
 
-    def restore(self, version: int, into: Path) -> ToolStep:
-        into = _fresh_dir(into)
+    def restore(self, version: int, into: Path, *, fresh: bool = True) -> ToolStep:
+        """Copy ``current``, then every later backup dir, into ``into`` (emptied first
+        unless ``fresh=False``: then rclone copies only what differs from what is there).
+        ``extra`` applies to every copy."""
+        if fresh:
+            into = _fresh_dir(into)
         commands = [[_binary("rclone"), "copy", self._remote("current"), str(into), *self.extra]]
         for later in range(self.backups - 1, version, -1):
             commands.append(
-                [_binary("rclone"), "copy", self._remote("backup", f"v{later}"), str(into)]
+                [
+                    _binary("rclone"),
+                    "copy",
+                    self._remote("backup", f"v{later}"),
+                    str(into),
+                    *self.extra,
+                ]
             )
         before = self.target.mark()
         seconds = 0.0

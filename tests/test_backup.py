@@ -3,7 +3,8 @@ S3 through obstore and s3fs on ``rclone serve s3``, SFTP on OpenSSH)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -74,10 +75,8 @@ def test_local_backup_and_restore_of_every_version(tmp_path: Path, method: str) 
         assert change.changed_bytes <= step.moved_bytes < TREE.total_bytes / 2
     counts = _counts(results)
     if method == "files":
-        assert counts[0] == {"list": 1, "put": len(TREE.files) + 1}  # files + manifest
-        assert counts[1] == {"list": 1, "put": len(changes[0].added) + len(changes[0].changed) + 1}
-        assert counts[3] == {"get": len(TREE.files) + 1}
-        assert counts[4] == {"get": len(changes[0].added) + len(changes[0].changed) + 1}
+        assert counts[:2] == _rclone_backups_on_disk(versions)
+        assert counts[3:] == _rclone_restores_on_disk(versions)
     else:
         first = counts[0]
         assert first["head"] == first["put"] - 1  # every chunk checked, then all uploaded
@@ -87,6 +86,60 @@ def test_local_backup_and_restore_of_every_version(tmp_path: Path, method: str) 
     for result in results:
         assert result.step is not None
         assert set(result.step.seconds_by_kind) == set(result.requests_by_kind)
+
+
+def _folders(paths: Iterable[str]) -> int:
+    """Folders holding ``paths`` (their root included): what a file system keeps."""
+    found = {""}
+    for path in paths:
+        parts = path.split("/")[:-1]
+        found.update("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))
+    return len(found)
+
+
+def _state(dataset: Tree) -> dict[str, tuple[int, int]]:
+    """What rclone compares: each path's size and modification time (its generation)."""
+    return {file.path: (file.size, file.generation) for file in dataset.files}
+
+
+def _rclone_backups_on_disk(versions: list[Tree]) -> list[dict[str, int]]:
+    """``rclone sync --backup-dir`` onto a file system, backups 1 and 2: two root HEADs;
+    a listing per folder of ``current/`` (folders stay once made); per changed or
+    deleted file a HEAD of its backup name, a COPY (rclone renames) and a DELETE; a PUT
+    per new or changed file (no HEADs to read modification times: listings carry them)."""
+    first = {"head": 2, "list": 1, "put": len(versions[0].files)}
+    change = versions[1].diff(versions[0])
+    moved = len(change.changed) + len(change.deleted)
+    second = {
+        "head": 2 + moved,
+        "list": _folders(f.path for f in versions[0].files),
+        "copy": moved,
+        "delete": moved,
+        "put": len(change.added) + len(change.changed),
+    }
+    return [first, second]
+
+
+def _rclone_restores_on_disk(versions: list[Tree]) -> list[dict[str, int]]:
+    """Restores of versions 0, 1, 2 in turn into one directory: ``rclone copy`` of
+    ``current`` and then of each later backup dir, newest first; per copy a HEAD of its
+    root, a listing per folder, a GET per file that differs from the directory's."""
+    states = [_state(v) for v in versions]
+    # backup dir k holds version k-1's files that version k changed or deleted
+    aside = {k: {p: s for p, s in states[k - 1].items() if states[k].get(p) != s} for k in (1, 2)}
+    ever = {p for state in states for p in state}  # current/ keeps every folder made
+    out = []
+    local: dict[str, tuple[int, int]] = {}
+    for index in range(3):
+        roots = [(ever, states[2])] + [(set(aside[k]), aside[k]) for k in range(2, index, -1)]
+        counts = {"head": len(roots), "list": 0, "get": 0}
+        for paths, files in roots:
+            counts["list"] += _folders(paths)
+            counts["get"] += sum(1 for p, s in files.items() if local.get(p) != s)
+            local.update(files)
+        local = dict(states[index])  # the replay deletes what the version lacks
+        out.append(counts)
+    return out
 
 
 def test_an_image_changing_in_place_dedups_in_chunks(tmp_path: Path) -> None:
@@ -110,13 +163,20 @@ def test_step_times_come_from_the_clock_exactly(tmp_path: Path) -> None:
     small = Tree.generate(5, Sizes.fixed("1KiB"), seed=1)
     results = make(streams=1, clock=StepClock(10)).backup_restore(small, versions=1, method="files")
     backup, restore = results
-    # one stream, the clock 10 ns a reading. Backup: a list, 5 puts, the manifest's
-    # put, in three windows (two readings per request); each window counts its own span
-    assert backup.samples[0].elapsed_ns == 10 + 10 * (2 * 5 - 1) + 10
-    # restore: the manifest's get, then 5 gets; a local get reads the clock a third
-    # time, at its first byte
-    assert restore.samples[0].elapsed_ns == 20 + 10 * (3 * 5 - 1)
-    assert restore.samples[0].ttfb_ns.tolist() == [10] * 6
+    # one stream, the clock 10 ns a reading. Backup: the two roots' HEADs, a list, 5
+    # puts, in three windows (two readings per request); each window counts its own span
+    assert backup.samples[0].elapsed_ns == 10 * (2 * 2 - 1) + 10 + 10 * (2 * 5 - 1)
+    # restore: the root's HEAD, a list per folder, one window per depth, then 5 gets;
+    # a local get reads the clock a third time, at its first byte
+    folders = {
+        "/".join(parts[:depth]): depth  # the root "" at depth 0
+        for parts in (f.path.split("/") for f in small.files)
+        for depth in range(len(parts))
+    }
+    depths = Counter(folders.values())
+    listing = sum(10 * (2 * n - 1) for n in depths.values())
+    assert restore.samples[0].elapsed_ns == 10 + listing + 10 * (3 * 5 - 1)
+    assert restore.samples[0].ttfb_ns.tolist() == [10] * 5
 
 
 def test_a_failing_step_stops_the_scenario_and_cleans_up(tmp_path: Path) -> None:
@@ -174,6 +234,9 @@ def test_s3_backup_restore_counts_requests_on_the_wire(
     assert counting_proxy.methods.count("GET") >= reported["get"]
     assert counting_proxy.methods.count("HEAD") >= reported["head"]
     assert tree(s3_bucket_dir) == before
+    if method == "files":  # server-side copies of the replaced and deleted files
+        change = versions[1].diff(versions[0])
+        assert results[1].requests_by_kind["copy"] == len(change.changed) + len(change.deleted)
     space = [r.step.space_used for r in results if r.step]
     assert space[0] is not None
     assert space[0] >= TREE.total_bytes
@@ -189,6 +252,9 @@ def test_sftp_backup_restore_of_an_older_version(ssh_server: Server, method: str
     results = probe.backup_restore(TREE, versions=2, method=method, chunk_size=CHUNK)  # type: ignore[arg-type]
     assert all(r.ok for r in results), [r.errors for r in results]
     assert tree(root) == before
+    if method == "files":  # the replaced and deleted files were linked into the backup dir
+        change = TREE.evolve().diff(TREE)
+        assert results[1].requests_by_kind["copy"] == len(change.changed) + len(change.deleted)
 
 
 def test_memory_backup_restore(tmp_path: Path) -> None:

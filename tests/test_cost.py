@@ -168,9 +168,9 @@ def test_unknown_prices_are_named_and_left_out_of_the_sums() -> None:
 
 
 def test_a_kind_newer_than_the_sheet_is_counted_and_unpriced() -> None:
-    cost = _result(_sample({"put": 1, "copy": 4})).cost(PriceSheet.shipped("aws-s3"))
-    assert cost.requests["copy"] == 4
-    assert cost.unpriced == ("requests.copy",)
+    cost = _result(_sample({"put": 1, "rename": 4})).cost(PriceSheet.shipped("aws-s3"))
+    assert cost.requests["rename"] == 4
+    assert cost.unpriced == ("requests.rename",)
 
 
 def test_a_scenario_sums_requests_and_egress_and_stores_as_of_the_last_step() -> None:
@@ -211,18 +211,19 @@ def test_a_real_backup_is_billed_from_its_recorded_requests_and_space(tmp_path: 
     assert restore.step is not None
     s3 = PriceSheet.shipped("aws-s3")
     cost = backup.cost(s3)
-    assert cost.requests == {"put-copy-post-list": 7, "get-and-other": 0, "free": 0}  # list + 6 put
-    assert cost.request_costs["put-copy-post-list"] == Decimal("0.000035")
+    # 5 puts and a list; the HEADs of the two roots (rclone's, replayed by files)
+    assert cost.requests == {"put-copy-post-list": 6, "get-and-other": 2, "free": 0}
+    assert cost.request_costs["put-copy-post-list"] == Decimal("0.00003")
     space = backup.step.space_used
     assert space is not None
-    assert space > small.total_bytes
+    assert space == small.total_bytes  # the five files, no manifest
     with localcontext() as context:
         context.prec = 60
         assert cost.storage_per_month == space * Decimal("0.023") / GiB
         received = restore.bytes_received
-        assert received == restore.step.moved_bytes  # manifest + 5 files
+        assert received == restore.step.moved_bytes  # the 5 files
         assert restore.cost(s3).egress == received * Decimal("0.09") / GiB
-    assert restore.cost(s3).requests["get-and-other"] == 6
+    assert restore.cost(s3).requests["get-and-other"] == 6  # the root's HEAD and 5 GETs
 
 
 # -- shipped sheets ----------------------------------------------------------------------------
@@ -284,7 +285,7 @@ source = "https://example.org/transit"
 date = 2026-11-01
 
 [requests.writes]
-kinds = ["put", "create-multipart", "put-part", "complete-multipart", "list"]
+kinds = ["put", "copy", "create-multipart", "put-part", "complete-multipart", "list"]
 per_1000 = 0.01
 
 [requests.reads]
@@ -327,7 +328,7 @@ def _bad(text: str) -> str:
         ),
         ('kinds = ["delete"] => kinds = []', "request kinds delete are in no class"),
         ('kinds = ["delete"] => kinds = ["delete", "get"]', "'get' is in both class"),
-        ('kinds = ["delete"] => kinds = ["delete", "copy"]', "names the kind 'copy'"),
+        ('kinds = ["delete"] => kinds = ["delete", "rename"]', "names the kind 'rename'"),
         ("per_gb = 0.002 => per_gb = 'cheap'", "[egress] per_gb must be a number"),
         ("date = 2026-12-01 => date = 'soon'", "date must be a date"),
         ("gb_bytes = 1000000000 => gb_bytes = 0", "gb_bytes is 0"),

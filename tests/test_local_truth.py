@@ -386,14 +386,14 @@ def _restore_start_residency(disk_dir: Path) -> dict[str, int]:
         tree, versions=1, method="files"
     )
     assert all(r.ok for r in results), [r.errors for r in results]
-    # the backup at one stream: a listing, one put per file, the manifest's put, each
+    # the backup at one stream: the two roots' HEADs, a listing, one put per file, each
     # request two readings; the next reading opens the restore's first window
     readings = sorted(clock.seen)
-    first = readings[2 + 2 * count + 2]
+    first = readings[2 * 2 + 2 + 2 * count]
     stored = {
         path: pages
         for path, (size, pages) in clock.seen[first].items()
-        if "/files/" in path and size == 256 * 1024
+        if "/current/" in path and size == 256 * 1024
     }
     assert len(stored) == count
     return stored

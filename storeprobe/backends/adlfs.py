@@ -88,6 +88,14 @@ class AzureBackend(AsyncBackend):
                 return Outcome()
 
             return AsyncJob(kind, delete)
+        if kind is Kind.COPY and request.source is not None:
+            source = request.source
+
+            async def copy() -> Outcome:
+                await fs._cp_file(source, path)
+                return Outcome()
+
+            return AsyncJob(kind, copy)
         raise unsupported(self.name, request)
 
     def bind(

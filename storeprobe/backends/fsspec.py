@@ -97,6 +97,14 @@ class FsspecAsyncBackend(AsyncBackend):
                 return Outcome()
 
             return AsyncJob(kind, delete)
+        if kind is Kind.COPY and request.source is not None:
+            source = request.source
+
+            async def copy() -> Outcome:
+                await fs._cp_file(source, path)
+                return Outcome()
+
+            return AsyncJob(kind, copy)
         raise unsupported(self.client, request)
 
 
@@ -162,6 +170,14 @@ class FsspecSyncBackend(SyncBackend):
                 return Outcome()
 
             return SyncJob(kind, delete)
+        if kind is Kind.COPY and request.source is not None:
+            source = request.source
+
+            def copy() -> Outcome:
+                fs.cp_file(source, path)
+                return Outcome()
+
+            return SyncJob(kind, copy)
         raise unsupported(self.client, request)
 
 

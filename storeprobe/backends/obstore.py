@@ -211,6 +211,19 @@ class ObstoreBackend(AsyncBackend):
                 return Outcome(size=int(meta["size"]))
 
             return AsyncJob(kind, head)
+        if kind is Kind.LIST and request.one_level:
+            folder = key.rstrip("/") + "/" if key else None
+
+            async def listing_level() -> Outcome:
+                from obstore import list_with_delimiter_async
+
+                level = await list_with_delimiter_async(store, folder)
+                found = len(level["objects"]) + len(level["common_prefixes"])
+                # as below: S3 answers at most 1000 entries a page
+                pages = max(1, -(-found // _S3_PAGE))
+                return Outcome(size=found, wire=((Kind.LIST, pages),))
+
+            return AsyncJob(kind, listing_level)
         if kind is Kind.LIST:
 
             async def listing() -> Outcome:
@@ -232,6 +245,14 @@ class ObstoreBackend(AsyncBackend):
                 return Outcome()
 
             return AsyncJob(kind, delete)
+        if kind is Kind.COPY and request.source is not None:
+            source = self._store(request.source)[1]
+
+            async def copy() -> Outcome:
+                await store.copy_async(source, key, overwrite=True)
+                return Outcome()
+
+            return AsyncJob(kind, copy)
         raise unsupported(self.name, request)
 
     def _multipart(self, store: Any, key: str, request: Request, body: Body | None) -> AsyncJob:

@@ -296,15 +296,17 @@ class S3Backend(AsyncBackend):
             return AsyncJob(kind, head)
         if kind is Kind.LIST:
             prefix = key.rstrip("/") + "/" if key else ""  # the keys below a directory
+            level = {"Delimiter": "/"} if request.one_level else {}
 
             async def listing() -> Outcome:
                 # every page (≤ 1000 keys on S3), each continuing the last: Outcome.wire
-                # counts the LIST requests, Outcome.size the keys
+                # counts the LIST requests, Outcome.size the keys (and, one level only,
+                # the subfolders: S3's KeyCount counts its common prefixes too)
                 found, pages = 0, 0
                 more: dict[str, str] = {}
                 while True:
                     response = await fs._call_s3(
-                        "list_objects_v2", Bucket=bucket, Prefix=prefix, **more
+                        "list_objects_v2", Bucket=bucket, Prefix=prefix, **level, **more
                     )
                     found += int(response.get("KeyCount", 0))
                     pages += 1
@@ -320,6 +322,15 @@ class S3Backend(AsyncBackend):
                 return Outcome()
 
             return AsyncJob(kind, delete)
+        if kind is Kind.COPY and request.source is not None:
+            source_bucket, source_key, _ = fs.split_path(request.source)
+            copied = {"Bucket": source_bucket, "Key": source_key}
+
+            async def copy() -> Outcome:
+                await fs._call_s3("copy_object", Bucket=bucket, Key=key, CopySource=copied)
+                return Outcome()
+
+            return AsyncJob(kind, copy)
         raise unsupported(self.name, request)
 
     def bind(

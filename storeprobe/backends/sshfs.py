@@ -121,4 +121,17 @@ class SFTPBackend(AsyncBackend):
                 return Outcome()
 
             return AsyncJob(kind, delete)
+        if kind is Kind.COPY and request.source is not None:
+            source = request.source
+
+            async def copy() -> Outcome:
+                # OpenSSH's hardlink@openssh.com extension: the server links, no bytes move
+                try:
+                    async with pool.get() as channel:
+                        await channel.link(source, path)
+                except asyncssh.SFTPNoSuchFile as exc:
+                    raise FileNotFoundError(source) from exc
+                return Outcome()
+
+            return AsyncJob(kind, copy)
         raise unsupported(self.name, request)

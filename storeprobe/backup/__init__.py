@@ -5,7 +5,8 @@ of a dataset (a :class:`~storeprobe.dataset.Tree` and its ``evolve``\\ d success
 :class:`~storeprobe.dataset.Image`) and backs up each, then restores versions; every step
 is a Result. What a step asks of the storage is decided by its method, one module each:
 
-- ``files`` (:mod:`storeprobe.backup.files`): whole-file sync, as ``rclone sync``;
+- ``files`` (:mod:`storeprobe.backup.files`): whole-file sync, a replay of ``rclone sync
+  --backup-dir`` (rclone 1.6x–1.75);
 - ``restic`` (:mod:`storeprobe.backup.restic`): restic 0.14's repository, chunks packed
   into pack files with an index, trees and a snapshot per backup, ranged pack reads;
 - ``duplicity`` (:mod:`storeprobe.backup.duplicity`): duplicity 0.8's chain of tar

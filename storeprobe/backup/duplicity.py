@@ -104,6 +104,7 @@ _GZIP_FRAME = 18  # gzip's header and trailer
 _STORED_BLOCK = 16_383  # zlib level 6 on incompressible input: one stored block per 16 383 B
 _STORED_HEADER = 5
 _BOTO3_CHUNK = 8 * MiB  # boto3 TransferConfig: multipart_threshold = multipart_chunksize
+_BOTO3_CONCURRENCY = 10  # boto3 TransferConfig: max_concurrency (parts in flight)
 _S3 = ("s3", "s3a")
 _EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
@@ -450,7 +451,7 @@ class _DuplicityReplay(Replay):
         chunk size); one PUT below it and on every other target."""
         chunk = self.method.s3_multipart_chunk_size
         if session.target.protocol in _S3 and blob.size >= chunk:
-            session.put_multipart(blob, chunk)
+            session.put_parts(blob, chunk, _BOTO3_CONCURRENCY)
         else:
             session.put([blob])
 

@@ -9,7 +9,7 @@ backup step asks the storage exactly what the tool would, and each restore reads
 tool would read.
 
 A replay only asks a :class:`~storeprobe.backup.session.Session` for windows (list, head,
-put, get, delete) and writes the restored files into the directory it is given; timing,
+put, copy, get, delete) and writes the restored files into the directory it is given; timing,
 cleanup, eviction of caches before a restore, verification of the restored bytes and the
 step's Result belong to the scenario (:mod:`storeprobe.backup.scenario`).
 

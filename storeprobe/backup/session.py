@@ -1,7 +1,7 @@
 """A backup scenario's access to its target: every call one timed window, every write kept.
 
 A backup method (:mod:`storeprobe.backup.method`) never times, cleans up or verifies
-anything: it asks a :class:`Session` to list, check, write, read or delete, and the
+anything: it asks a :class:`Session` to list, check, write, copy, read or delete, and the
 session runs each call as one timed window on the target's client (``streams`` requests
 in flight), keeps the window's record for the step's Result, and remembers every name
 written (and every folder made) under the scenario's fresh run prefix so the scenario's
@@ -62,7 +62,12 @@ class Session:
         return runs
 
     def _window(
-        self, plan: Plan, payloads: BlobPayloads | None = None, *, existence: bool = False
+        self,
+        plan: Plan,
+        payloads: BlobPayloads | None = None,
+        *,
+        existence: bool = False,
+        streams: int | None = None,
     ) -> Run:
         backend: Backend = self.target.backend
         if any(r.kind is Kind.GET and r.start is not None for r in plan.requests):
@@ -74,7 +79,7 @@ class Session:
         run = execute(
             backend,
             plan,
-            streams=self.streams,
+            streams=self.streams if streams is None else streams,
             clock=self.clock,
             timeout=self.timeout,
             bodies=bodies,
@@ -88,12 +93,15 @@ class Session:
         """The full key of ``parts`` under the scenario's prefix."""
         return posixpath.join(self.prefix, *parts)
 
-    def listing(self, folders: Sequence[str]) -> list[int]:
-        """One LIST request per folder (a key under the prefix); the entries each shows
-        (-1 where the folder does not exist)."""
+    def listing(self, folders: Sequence[str], *, one_level: bool = False) -> list[int]:
+        """One listing per folder (a key under the prefix), paged as the client pages
+        it; the entries each shows (-1 where the folder does not exist). ``one_level``:
+        only the objects and subfolders directly under each (S3's ``delimiter=/``)."""
         if not folders:
             return []
-        plan = Plan(phases=(tuple(Request(kind=Kind.LIST, key=f) for f in folders),))
+        plan = Plan(
+            phases=(tuple(Request(kind=Kind.LIST, key=f, one_level=one_level) for f in folders),)
+        )
         return [outcome.size for outcome in self._window(plan, existence=True).outcomes]
 
     def head(self, keys: Sequence[str]) -> list[int]:
@@ -121,47 +129,6 @@ class Session:
             self.written[blob.key] = blob.size
         self._window(plan, BlobPayloads(blobs))
 
-    def put_multipart(self, blob: Blob, part_size: int) -> None:
-        """One object in parts of ``part_size`` bytes (the last one shorter), as the
-        client's multipart upload sends them: create, parts (≤ ``streams`` at once),
-        complete; or the one call that makes them where the client splits by itself
-        (obstore). One window."""
-        self._make_folders([blob.key])
-        caps = self.target.backend.capabilities
-        size = blob.size
-        if caps.client_multipart:
-            whole = Request(
-                kind=Kind.PUT,
-                key=blob.key,
-                body=Part(0, 0, size),
-                part_size=part_size,
-                concurrency=self.streams,
-            )
-            plan = Plan(phases=((whole,),))
-        else:
-            parts = tuple(
-                Request(
-                    kind=Kind.PUT_PART,
-                    key=blob.key,
-                    start=start,
-                    stop=min(start + part_size, size),
-                    body=Part(0, start, min(start + part_size, size)),
-                    part_number=number,
-                )
-                for number, start in enumerate(range(0, size, part_size), start=1)
-            )
-            phases: list[tuple[Request, ...]] = []
-            if caps.multipart_create:
-                phases.append(
-                    (Request(kind=Kind.CREATE_MULTIPART, key=blob.key, start=0, stop=size),)
-                )
-            phases.append(parts)
-            if caps.multipart_complete:
-                phases.append((Request(kind=Kind.COMPLETE_MULTIPART, key=blob.key),))
-            plan = Plan(phases=tuple(phases))
-        self.written[blob.key] = size
-        self._window(plan, BlobPayloads([blob]))
-
     def get(self, reads: Sequence[Read]) -> list[bytes]:
         """One GET per read (ranged where it says), ≤ ``streams`` at once; the bytes."""
         if not reads:
@@ -175,6 +142,67 @@ class Session:
             )
         )
         return [bytes(outcome.data or b"") for outcome in self._window(plan).outcomes]
+
+    def put_parts(self, blob: Blob, part_size: int, concurrency: int) -> None:
+        """One multipart upload of ``blob`` in parts of ``part_size`` bytes, at most
+        ``concurrency`` (and ``streams``) in flight: create, parts, complete (a client
+        that splits uploads by itself, obstore, is handed the whole blob and the part
+        size). One PUT where the client cannot split an upload."""
+        capabilities = self.target.backend.capabilities
+        if not capabilities.splits_uploads:
+            self.put([blob])
+            return
+        self._make_folders([blob.key])
+        size, key = blob.size, blob.key
+        whole = Part(0, 0, size)
+        if capabilities.client_multipart:
+            plan = Plan(
+                phases=(
+                    (
+                        Request(
+                            kind=Kind.PUT,
+                            key=key,
+                            body=whole,
+                            part_size=part_size,
+                            concurrency=concurrency,
+                        ),
+                    ),
+                )
+            )
+        else:
+            parts = tuple(
+                Request(
+                    kind=Kind.PUT_PART,
+                    key=key,
+                    start=start,
+                    stop=min(start + part_size, size),
+                    body=Part(0, start, min(start + part_size, size)),
+                    part_number=number,
+                )
+                for number, start in enumerate(range(0, size, part_size), start=1)
+            )
+            phases: list[tuple[Request, ...]] = []
+            if capabilities.multipart_create:
+                phases.append((Request(kind=Kind.CREATE_MULTIPART, key=key, start=0, stop=size),))
+            phases.append(parts)
+            if capabilities.multipart_complete:
+                phases.append((Request(kind=Kind.COMPLETE_MULTIPART, key=key),))
+            plan = Plan(phases=tuple(phases))
+        self.written[key] = size
+        self._window(plan, BlobPayloads([blob]), streams=min(concurrency, self.streams))
+
+    def copy(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """One server-side COPY per ``(source, key)``, ≤ ``streams`` at once (the folders
+        a file system needs are made first, untimed); no bytes go through the client."""
+        if not pairs:
+            return
+        self._make_folders(key for _, key in pairs)
+        plan = Plan(
+            phases=(tuple(Request(kind=Kind.COPY, key=key, source=src) for src, key in pairs),)
+        )
+        self._window(plan)
+        for source, key in pairs:
+            self.written[key] = self.written.get(source, 0)
 
     def delete(self, keys: Sequence[str]) -> None:
         """One DELETE per key, ≤ ``streams`` at once."""
