@@ -48,7 +48,7 @@ from typing import Any, Protocol
 from attrs import field, frozen
 
 from storeprobe.errors import ConfigurationError
-from storeprobe.request import KINDS
+from storeprobe.request import KINDS, Kind
 from storeprobe.step import Step
 
 __all__ = [
@@ -70,8 +70,13 @@ __all__ = [
 UNKNOWN = "unknown"
 #: bytes in a GB as most providers bill it (2³⁰); a sheet may say otherwise (``gb_bytes``)
 GIB = 1 << 30
-#: the kinds of request a sheet must place in exactly one class
+#: the kinds of request a class may name
 _KINDS = tuple(kind.value for kind in KINDS)
+#: kinds only file systems make (hard links, renames): no object store bills them, so a
+#: sheet may leave them out (a bill counts them unpriced if one ever appears)
+_FILE_SYSTEM_KINDS = (Kind.LINK.value, Kind.RENAME.value)
+#: the kinds a sheet must place in exactly one class
+_REQUIRED_KINDS = tuple(kind for kind in _KINDS if kind not in _FILE_SYSTEM_KINDS)
 _PRECISION = 60  # digits: bytes × price ÷ 2³⁰ is exact well beyond petabytes
 
 
@@ -215,7 +220,7 @@ class PriceSheet:
                         f"{placed[kind]!r} and class {group.name!r}: keep it in one"
                     )
                 placed[kind] = group.name
-        missing = [kind for kind in _KINDS if kind not in placed]
+        missing = [kind for kind in _REQUIRED_KINDS if kind not in placed]
         if missing:
             raise ConfigurationError(
                 f"price sheet {self.name!r}: request kinds {', '.join(missing)} are in no "

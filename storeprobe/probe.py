@@ -206,7 +206,9 @@ class Probe(SeedProbes):
         requests are replayed (:data:`storeprobe.backup.METHODS`: ``"files"`` is
         whole-file sync, as rclone; ``"restic"`` restic 0.14's repository of packs, index
         and snapshots; ``"chunks"`` a generic chunk store, one existence check per
-        chunk) or is a :class:`~storeprobe.backup.BackupMethod` with its
+        chunk; ``"rsnapshot"`` hard-linked snapshot trees and ``"rdiff-backup"`` a
+        mirror with reverse deltas, both on file systems only) or is a
+        :class:`~storeprobe.backup.BackupMethod` with its
         options; ``chunk_size`` (bytes or ``"4MiB"``) sets a chunking method's average
         chunk size (its default otherwise). Requests run
         ``streams`` at a time; the scenario runs once (``repeats`` does not apply: each

@@ -1,9 +1,10 @@
 """The request model: what a plan asks of a storage, and what each request returned.
 
 A :class:`Request` is one thing a client does against the storage: put, get, head,
-list, delete or copy (server-side) one key, or one step of a multipart upload. It names
-the key, the byte range and the body it sends (a :class:`Part` of a workload's object: a
-reference, not the bytes). A plan is an immutable sequence of phases; a phase is a tuple of requests
+list, delete or copy (server-side) one key, one step of a multipart upload, or (on file
+systems) a hard link or a rename of one name to another. It names the key, the byte range
+and the body it sends (a :class:`Part` of a workload's object: a reference, not the
+bytes). A plan is an immutable sequence of phases; a phase is a tuple of requests
 that may run concurrently (see :mod:`storeprobe.planning`).
 
 A backend turns a request into a :class:`Job`: the request's kind and a call (a
@@ -72,7 +73,7 @@ Body = Buffer | io.BytesIO | StagedFile
 
 
 class Kind(enum.StrEnum):
-    """What one request does."""
+    """What one request does (new kinds are appended: a kind is recorded by position)."""
 
     PUT = "put"
     GET = "get"
@@ -85,6 +86,10 @@ class Kind(enum.StrEnum):
     #: a server-side copy of the object ``Request.source`` to ``Request.key`` (S3's PUT
     #: with ``x-amz-copy-source``; a hard link on a file system)
     COPY = "copy"
+    #: a hard link: ``key`` made a second name of ``source`` (file systems only)
+    LINK = "link"
+    #: a rename: ``source`` moved to ``key``, replacing it (file systems only)
+    RENAME = "rename"
 
 
 #: the kinds in a fixed order: a request's kind is recorded as its index here
@@ -120,7 +125,8 @@ class Request:
     ``part_number`` is the 1-based number of a multipart step's part. A LIST with
     ``one_level`` lists one folder level (the objects and subfolders directly under
     ``key``, S3's ``delimiter=/``); without it, whatever the client's listing of ``key``
-    is (everything under it on object stores). A COPY copies ``source`` to ``key``.
+    is (everything under it on object stores). ``source`` is the existing name a
+    :attr:`Kind.COPY` copies, a :attr:`Kind.LINK` links to or a :attr:`Kind.RENAME` moves.
     """
 
     kind: Kind
@@ -135,7 +141,7 @@ class Request:
     concurrency: int = 1
     #: a LIST of the objects and subfolders directly under ``key`` only
     one_level: bool = False
-    #: the object a COPY copies (a full key, like ``key``)
+    #: the existing name a copy, link or rename starts from (a full key, like ``key``)
     source: str | None = None
 
     @property

@@ -3,20 +3,22 @@
 :func:`assemble` writes the files of a version that are new or changed into a local
 directory from the objects a restore fetched (objects the directory already holds, in
 files of the previous version, are read from there), and deletes files the version no
-longer has. :func:`verify_restore` checks that the directory holds exactly the version,
+longer has; :func:`write_files` writes whole files a method restored by itself.
+:func:`verify_restore` checks that the directory holds exactly the version,
 byte for byte. Both run outside the timed windows.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from storeprobe.dataset import Dataset
 from storeprobe.manifest import VersionMap
 from storeprobe.verification import VerificationError
 
-__all__ = ["assemble", "verify_restore"]
+__all__ = ["assemble", "verify_restore", "write_files"]
 
 
 def assemble(
@@ -58,6 +60,19 @@ def assemble(
     if previous is not None:
         for path in set(previous.layout) - set(version.layout):
             (directory / path).unlink()
+
+
+def write_files(directory: Path, files: Mapping[str, bytes], removed: Iterable[str]) -> None:
+    """Write ``files`` (relative path → bytes) into ``directory``, each through a
+    temporary name, and delete the ``removed`` paths (untimed)."""
+    for path, data in files.items():
+        destination = directory / path
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        temporary = destination.with_name(destination.name + ".storeprobe-part")
+        temporary.write_bytes(data)
+        os.replace(temporary, destination)
+    for path in removed:
+        (directory / path).unlink()
 
 
 def verify_restore(dataset: Dataset, directory: Path) -> None:

@@ -24,9 +24,11 @@ from storeprobe.cost import (
 from storeprobe.dataset import Sizes, Tree
 from storeprobe.errors import ConfigurationError
 from storeprobe.render import money
-from storeprobe.request import KINDS
+from storeprobe.request import KINDS, Kind
 from storeprobe.resultset import ResultSet
 from tests.helpers import StepClock, tree
+
+TREE_SMALL = Tree.generate(24, Sizes.fixed("4KiB"), seed=4)
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -226,6 +228,21 @@ def test_a_real_backup_is_billed_from_its_recorded_requests_and_space(tmp_path: 
     assert restore.cost(s3).requests["get-and-other"] == 6  # the root's HEAD and 5 GETs
 
 
+def test_links_and_renames_are_counted_unpriced(tmp_path: Path) -> None:
+    """A sheet need not place hard links and renames (file systems make them, object
+    stores bill none); a bill that meets them names them unpriced instead of guessing."""
+    versions = [TREE_SMALL, TREE_SMALL.evolve(seed=1)]
+    results = Probe.from_url(str(tmp_path)).backup_restore(
+        versions[0], versions=versions, method="rsnapshot", restore=[1]
+    )
+    second = results[1]
+    assert second.samples[0].requests_by_kind["link"] > 0
+    bill = second.cost(price_sheets()["aws-s3"])
+    assert "requests.link" in bill.unpriced
+    assert "requests.rename" in bill.unpriced
+    assert not bill.complete
+
+
 # -- shipped sheets ----------------------------------------------------------------------------
 def test_every_shipped_sheet_loads_and_prices_every_kind_with_a_date_and_source() -> None:
     sheets = price_sheets()
@@ -234,7 +251,10 @@ def test_every_shipped_sheet_loads_and_prices_every_kind_with_a_date_and_source(
         assert sheet.name == name
         assert sheet.currency == "USD"
         for kind in KINDS:
-            assert sheet.class_of(kind.value) is not None, (name, kind)
+            if kind in (Kind.LINK, Kind.RENAME):  # file systems' own: no store bills them
+                assert sheet.class_of(kind.value) is None, (name, kind)
+            else:
+                assert sheet.class_of(kind.value) is not None, (name, kind)
         for label, price in sheet.prices.items():
             assert price.source.startswith("https://"), (name, label)
             assert price.date <= sheet.date, (name, label)

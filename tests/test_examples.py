@@ -12,7 +12,13 @@ import pytest
 from tests.servers import S3_KEY, S3_SECRET, Server
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
-RUN_HERE = {"backup.py", "quickstart.py", "save_results.py", "s3_streams.py"}
+RUN_HERE = {
+    "backup.py",
+    "quickstart.py",
+    "rsnapshot_vs_rdiff.py",
+    "save_results.py",
+    "s3_streams.py",
+}
 
 
 def test_no_example_is_left_out() -> None:
@@ -31,12 +37,12 @@ def test_example_runs(name: str, s3_server: Server) -> None:
         "STOREPROBE_S3_ENDPOINT": s3_server.endpoint,
         "STOREPROBE_S3_KEY": S3_KEY,
         "STOREPROBE_S3_SECRET": S3_SECRET,
-        "STOREPROBE_EXAMPLE_SIZE": "2MiB",  # the backup example at a small scale
+        "STOREPROBE_EXAMPLE_SIZE": "2MiB",  # the backup examples at a small scale
     }
     completed = subprocess.run(
         [sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, env=env, timeout=300
     )
     assert completed.returncode == 0, completed.stderr
-    figures = ("KiB/s", "MiB/s", "restore 1 (full) (s)")
+    figures = ("KiB/s", "MiB/s", "restore 1 (full) (s)", "| space after |")
     assert any(figure in completed.stdout for figure in figures), completed.stdout
     assert S3_SECRET not in completed.stdout + completed.stderr

@@ -1,8 +1,10 @@
 """``file://``: POSIX calls, create-only writes, fsync, and page-cache eviction.
 
 An upload counts until the data is on disk: each object is written with
-``O_CREAT | O_EXCL`` and fsynced inside the timed window. Before a timed download the
-files are evicted from the page cache with ``posix_fadvise(POSIX_FADV_DONTNEED)``.
+``O_CREAT | O_EXCL`` and fsynced inside the timed window. A link is ``os.link``, a
+rename ``os.replace`` (a rename over an existing name replaces it, as ``rename(2)``).
+Before a timed download the files are evicted from the page cache with
+``posix_fadvise(POSIX_FADV_DONTNEED)``.
 Reads fill the buffer the probe prepared before the window. One object's upload is
 split as create (open, size) → parts (``pwrite`` at their offsets) → complete (fsync).
 
@@ -24,7 +26,7 @@ import errno
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from storeprobe.backends.base import Capabilities, Landing, SyncBackend, SyncBound, arrange
 from storeprobe.backends.fsspec import unsupported
@@ -74,6 +76,12 @@ def _read_whole(path: str, into: bytearray | memoryview | None, clock: Clock) ->
         data = bytes(view[:filled]) + extra
         return Outcome(received=len(data), first_byte_ns=first_byte, data=data)
     return Outcome(received=filled, first_byte_ns=first_byte, data=view[:filled])
+
+
+def _call(call: Callable[[str, str], None], source: str, path: str) -> Outcome:
+    """``call(source, path)`` (``os.link``, ``os.replace``): one metadata request."""
+    call(source, path)
+    return Outcome()
 
 
 def _chunk_buffer() -> memoryview:
@@ -205,6 +213,11 @@ class LocalBackend(SyncBackend):
         if kind is Kind.COPY and request.source is not None:
             source = request.source
             return SyncJob(kind, lambda: _link(source, path))
+        if kind in (Kind.LINK, Kind.RENAME) and request.source is not None:
+            source = request.source
+            if kind is Kind.LINK:
+                return SyncJob(kind, lambda: _call(os.link, source, path))
+            return SyncJob(kind, lambda: _call(os.replace, source, path))
         raise unsupported(self.name, request)
 
     def bind(

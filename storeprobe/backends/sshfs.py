@@ -4,7 +4,10 @@ One stream is one SFTP file transfer on one channel; asyncssh pipelines the READ
 WRITE packets of that transfer, as OpenSSH's ``sftp`` does. Writes are create-only
 (``FXF_EXCL``). A split upload creates the file, then writes parts at their offsets over
 N channels; a split download reads ranges with ``read(size, offset)`` (sshfs's own
-``cat_file`` ignores ranges and returns the whole file).
+``cat_file`` ignores ranges and returns the whole file). A link is one
+``hardlink@openssh.com`` request (asyncssh's ``SFTPClient.link``), a rename one
+``posix-rename@openssh.com`` (``posix_rename``: replaces an existing name, as
+``rename(2)``); both are OpenSSH extensions, which other SFTP servers may lack.
 """
 
 from __future__ import annotations
@@ -121,17 +124,21 @@ class SFTPBackend(AsyncBackend):
                 return Outcome()
 
             return AsyncJob(kind, delete)
-        if kind is Kind.COPY and request.source is not None:
+        if kind in (Kind.COPY, Kind.LINK, Kind.RENAME) and request.source is not None:
             source = request.source
+            # a copy is a hard link too: OpenSSH's hardlink@openssh.com, no bytes move
+            linking = kind is not Kind.RENAME
 
-            async def copy() -> Outcome:
-                # OpenSSH's hardlink@openssh.com extension: the server links, no bytes move
+            async def relink() -> Outcome:
                 try:
                     async with pool.get() as channel:
-                        await channel.link(source, path)
+                        if linking:
+                            await channel.link(source, path)
+                        else:
+                            await channel.posix_rename(source, path)
                 except asyncssh.SFTPNoSuchFile as exc:
                     raise FileNotFoundError(source) from exc
                 return Outcome()
 
-            return AsyncJob(kind, copy)
+            return AsyncJob(kind, relink)
         raise unsupported(self.name, request)

@@ -12,7 +12,11 @@ is a Result. What a step asks of the storage is decided by its method, one modul
 - ``duplicity`` (:mod:`storeprobe.backup.duplicity`): duplicity 0.8's chain of tar
   volumes, librsync signatures and deltas, and manifests;
 - ``chunks`` (:mod:`storeprobe.backup.chunks`): a generic per-file chunk store, one HEAD
-  per chunk (models no particular tool).
+  per chunk (models no particular tool);
+- ``rdiff-backup`` (:mod:`storeprobe.backup.rdiff_backup`): a mirror of the newest
+  version plus reverse increments (librsync deltas), file systems only;
+- ``rsnapshot`` (:mod:`storeprobe.backup.rsnapshot`): a full tree per version, unchanged
+  files hard links to the previous one (rsync ``--link-dest``), file systems only.
 
 A method is a :class:`BackupMethod` (its options, frozen) that makes a :class:`Replay`
 for one scenario; the scenario owns timing, eviction, verification, Results and cleanup
@@ -28,8 +32,10 @@ from storeprobe.backup.duplicity import Duplicity
 from storeprobe.backup.files import Files
 from storeprobe.backup.method import BackupMethod, Replay
 from storeprobe.backup.objects import Blob, Read
+from storeprobe.backup.rdiff_backup import RdiffBackup
 from storeprobe.backup.registry import METHODS, method_for
 from storeprobe.backup.restic import Restic
+from storeprobe.backup.rsnapshot import Rsnapshot
 from storeprobe.backup.scenario import backup_restore
 from storeprobe.backup.session import Session
 from storeprobe.execution import Leftover
@@ -45,9 +51,11 @@ __all__ = [
     "Files",
     "Leftover",
     "Method",
+    "RdiffBackup",
     "Read",
     "Replay",
     "Restic",
+    "Rsnapshot",
     "Session",
     "backup_restore",
     "method_for",

@@ -8,7 +8,9 @@ from storeprobe.backup.chunks import Chunks
 from storeprobe.backup.duplicity import Duplicity
 from storeprobe.backup.files import Files
 from storeprobe.backup.method import BackupMethod
+from storeprobe.backup.rdiff_backup import RdiffBackup
 from storeprobe.backup.restic import Restic
+from storeprobe.backup.rsnapshot import Rsnapshot
 from storeprobe.errors import ConfigurationError
 from storeprobe.manifest import Chunking
 
@@ -19,6 +21,8 @@ _REGISTRY: dict[str, type[BackupMethod]] = {
     Restic.name: Restic,
     Duplicity.name: Duplicity,
     Chunks.name: Chunks,
+    RdiffBackup.name: RdiffBackup,
+    Rsnapshot.name: Rsnapshot,
 }
 
 #: every method name, in the order the docs present them

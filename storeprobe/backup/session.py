@@ -1,7 +1,8 @@
 """A backup scenario's access to its target: every call one timed window, every write kept.
 
 A backup method (:mod:`storeprobe.backup.method`) never times, cleans up or verifies
-anything: it asks a :class:`Session` to list, check, write, copy, read or delete, and the
+anything: it asks a :class:`Session` to list, check, write, copy, read or delete (and, on
+file systems, to hard-link or rename), and the
 session runs each call as one timed window on the target's client (``streams`` requests
 in flight), keeps the window's record for the step's Result, and remembers every name
 written (and every folder made) under the scenario's fresh run prefix so the scenario's
@@ -54,6 +55,10 @@ class Session:
     written: dict[str, int] = field(factory=dict)
     #: folders made for writes on a file system, in the order made
     folders: list[str] = field(factory=list)
+    #: names the session hard-linked → the number of their file (one per inode)
+    links: dict[str, int] = field(factory=dict)
+    #: files numbered in ``links`` so far
+    linked_files: int = 0
 
     # -- the step ----------------------------------------------------------------------
     def take_runs(self) -> list[Run]:
@@ -212,6 +217,52 @@ class Session:
         self._window(plan)
         for key in keys:
             self.written.pop(key, None)
+            self.links.pop(key, None)
+
+    def link(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """One hard link per ``(name, existing)`` pair, ≤ ``streams`` at once: ``name``
+        becomes a second name of the file ``existing`` (file systems only; the folders
+        the names need are made first, untimed). The new names count as written."""
+        if not pairs:
+            return
+        self._make_folders(name for name, _ in pairs)
+        plan = Plan(phases=(tuple(Request(kind=Kind.LINK, key=n, source=e) for n, e in pairs),))
+        for name, existing in pairs:
+            self.written[name] = self.written.get(existing, 0)
+            if existing not in self.links:
+                self.links[existing] = self.linked_files
+                self.linked_files += 1
+            self.links[name] = self.links[existing]
+        self._window(plan)
+
+    def rename(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """One rename per ``(name, existing)`` pair, ≤ ``streams`` at once: ``existing``
+        (a file, or a folder with everything in it) moves to ``name``, replacing the
+        file ``name`` was (file systems only)."""
+        if not pairs:
+            return
+        self._make_folders(name for name, _ in pairs)
+        plan = Plan(phases=(tuple(Request(kind=Kind.RENAME, key=n, source=e) for n, e in pairs),))
+        for name, existing in pairs:
+            if existing in self.written:
+                self.written[name] = self.written.pop(existing)
+                self.links.pop(name, None)
+                if existing in self.links:
+                    self.links[name] = self.links.pop(existing)
+            else:
+                self._move_folder(existing, name)
+        self._window(plan)
+
+    def _move_folder(self, old: str, new: str) -> None:
+        """Keep the names under folder ``old`` (written, linked, made) under ``new``."""
+        inside = old + "/"
+
+        def moved(key: str) -> str:
+            return new + key[len(old) :] if key == old or key.startswith(inside) else key
+
+        self.written = {moved(key): size for key, size in self.written.items()}
+        self.links = {moved(key): group for key, group in self.links.items()}
+        self.folders = [moved(folder) for folder in self.folders]
 
     # -- untimed housekeeping -----------------------------------------------------------
     def _make_folders(self, keys: object) -> None:
@@ -241,7 +292,12 @@ class Session:
 
     def usage(self) -> tuple[int, int]:
         """(objects, bytes) the target holds under the prefix (untimed): objects by name,
-        bytes as ``du -b`` counts them (a hard-linked file once)."""
+        bytes as ``du -b`` counts them (a hard-linked file once).
+
+        A file's inode comes from fsspec's ``info`` where it has one (``ino`` and
+        ``nlink``: the local disk); where it has none (SFTP version 3, which sshfs
+        speaks, reports no inode or link count) the links this session made tell which
+        names share a file."""
         fs = self.target.fs
         fs.invalidate_cache()
         found: list[tuple[int, int]] = []
@@ -250,12 +306,18 @@ class Session:
             entries = fs.find(self.prefix, detail=True)
             seen: set[object] = set()
             total = 0
-            for entry in entries.values():
+            for name, entry in entries.items():
                 inode = entry.get("ino")
-                if inode is not None and int(entry.get("nlink") or 1) > 1:
-                    if inode in seen:
+                same: object = None
+                if inode is not None:
+                    if int(entry.get("nlink") or 1) > 1:
+                        same = ("inode", inode)
+                elif name in self.links:
+                    same = ("link", self.links[name])
+                if same is not None:
+                    if same in seen:
                         continue
-                    seen.add(inode)
+                    seen.add(same)
                 total += int(entry.get("size") or 0)
             found.append((len(entries), total))
 
@@ -263,8 +325,8 @@ class Session:
         return found[0]
 
     def close(self, folders: Sequence[str]) -> list[Leftover]:
-        """Delete every name still written, then the folders made (deepest first) and
-        ``folders`` and the prefix itself; return what could not be deleted (untimed)."""
+        """Delete every name still written, then the folders made and ``folders``
+        (deepest first) and the prefix itself; return what could not be deleted (untimed)."""
         left = delete_names(
             self.target,
             list(self.written),
@@ -272,11 +334,7 @@ class Session:
             clock=self.clock,
             timeout=self.timeout,
         )
+        made = [*self.folders, *(self.key(f) for f in folders)]
         return left + remove_folders(
-            self.target,
-            [
-                *sorted(self.folders, key=lambda f: -f.count("/")),
-                *(self.key(f) for f in folders),
-                self.prefix,
-            ],
+            self.target, [*sorted(made, key=lambda f: -f.count("/")), self.prefix]
         )
