@@ -30,6 +30,9 @@ done
 /usr/bin/python3 -c 'import boto3' 2>/dev/null || missing+=(python3-boto3)
 # strace: what rsnapshot's and rdiff-backup's restores read from their target
 command -v strace >/dev/null || missing+=(strace)
+# duplicity's paramiko+sftp:// backend imports paramiko (Debian's duplicity only
+# recommends it)
+/usr/bin/python3 -c 'import paramiko' 2>/dev/null || missing+=(python3-paramiko)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -9,6 +9,8 @@ is a Result. What a step asks of the storage is decided by its method, one modul
   --backup-dir`` (rclone 1.6x–1.75);
 - ``restic`` (:mod:`storeprobe.backup.restic`): restic 0.14's repository, chunks packed
   into pack files with an index, trees and a snapshot per backup, ranged pack reads;
+- ``duplicity`` (:mod:`storeprobe.backup.duplicity`): duplicity 0.8's chain of tar
+  volumes, librsync signatures and deltas, and manifests;
 - ``chunks`` (:mod:`storeprobe.backup.chunks`): a generic per-file chunk store, one HEAD
   per chunk (models no particular tool);
 - ``rdiff-backup`` (:mod:`storeprobe.backup.rdiff_backup`): a mirror of the newest
@@ -26,6 +28,7 @@ from __future__ import annotations
 from typing import TypeAlias
 
 from storeprobe.backup.chunks import Chunks
+from storeprobe.backup.duplicity import Duplicity
 from storeprobe.backup.files import Files
 from storeprobe.backup.method import BackupMethod, Replay
 from storeprobe.backup.objects import Blob, Read
@@ -44,6 +47,7 @@ __all__ = [
     "Blob",
     "Chunking",
     "Chunks",
+    "Duplicity",
     "Files",
     "Leftover",
     "Method",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from storeprobe.backup.chunks import Chunks
+from storeprobe.backup.duplicity import Duplicity
 from storeprobe.backup.files import Files
 from storeprobe.backup.method import BackupMethod
 from storeprobe.backup.rdiff_backup import RdiffBackup
@@ -18,6 +19,7 @@ __all__ = ["METHODS", "method_for"]
 _REGISTRY: dict[str, type[BackupMethod]] = {
     Files.name: Files,
     Restic.name: Restic,
+    Duplicity.name: Duplicity,
     Chunks.name: Chunks,
     RdiffBackup.name: RdiffBackup,
     Rsnapshot.name: Rsnapshot,
