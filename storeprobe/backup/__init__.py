@@ -7,7 +7,10 @@ is a Result. What a step asks of the storage is decided by its method, one modul
 
 - ``files`` (:mod:`storeprobe.backup.files`): whole-file sync, as ``rclone sync``;
 - ``chunks`` (:mod:`storeprobe.backup.chunks`): a generic per-file chunk store, one HEAD
-  per chunk (models no particular tool).
+  per chunk (models no particular tool);
+- ``duplicacy`` (:mod:`storeprobe.backup.duplicacy`): Duplicacy 3.2's pack-and-split
+  chunks of one stream of all files, existence checks only for chunks the previous
+  snapshot lacks, its snapshots stored as chunks.
 
 A method is a :class:`BackupMethod` (its options, frozen) that makes a :class:`Replay`
 for one scenario; the scenario owns timing, eviction, verification, Results and cleanup
@@ -19,6 +22,7 @@ from __future__ import annotations
 from typing import TypeAlias
 
 from storeprobe.backup.chunks import Chunks
+from storeprobe.backup.duplicacy import Duplicacy
 from storeprobe.backup.files import Files
 from storeprobe.backup.method import BackupMethod, Replay
 from storeprobe.backup.objects import Blob, Read
@@ -33,6 +37,7 @@ __all__ = [
     "Blob",
     "Chunking",
     "Chunks",
+    "Duplicacy",
     "Files",
     "Leftover",
     "Method",

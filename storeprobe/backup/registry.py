@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from storeprobe.backup.chunks import Chunks
+from storeprobe.backup.duplicacy import Duplicacy
 from storeprobe.backup.files import Files
 from storeprobe.backup.method import BackupMethod
 from storeprobe.errors import ConfigurationError
@@ -15,6 +16,7 @@ __all__ = ["METHODS", "method_for"]
 _REGISTRY: dict[str, type[BackupMethod]] = {
     Files.name: Files,
     Chunks.name: Chunks,
+    Duplicacy.name: Duplicacy,
 }
 
 #: every method name, in the order the docs present them
