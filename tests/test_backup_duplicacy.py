@@ -19,10 +19,11 @@ from storeprobe.backup.duplicacy import SNAPSHOT_ID, chunk_id
 from storeprobe.backup.objects import Blob, BlobPayloads
 from storeprobe.dataset import Image, Tree
 from storeprobe.errors import ConfigurationError
-from tests.conftest import s3_options
+from tests.conftest import s3_options, ssh_options
 from tests.duplicacy_chunkmaker import GoChunkMaker
 from tests.helpers import tree
 from tests.http_proxy import CountingProxy
+from tests.servers import Server
 
 AVERAGE = 64 * 1024
 TREE = Tree.source_tree(size="3MiB", seed=7)
@@ -93,7 +94,8 @@ class _Watched(Duplicacy):
     log: list[Any] = attrs.field(factory=list, eq=False)
 
     def replay(self) -> Replay:
-        inner = Duplicacy(chunking=self.chunking).replay()
+        options = {f.name: getattr(self, f.name) for f in attrs.fields(Duplicacy)}
+        inner = Duplicacy(**options).replay()
         log = self.log
 
         class Watching(Replay):
@@ -121,6 +123,10 @@ def _objects(session: Session) -> dict[str, int]:
     }
 
 
+def _replay(log: list[Any]) -> Any:
+    return next(entry[2] for entry in log if entry[0] == "stored")
+
+
 def _stored(log: list[Any]) -> list[dict[str, int]]:
     return [entry[1] for entry in log if entry[0] == "stored"]
 
@@ -142,7 +148,7 @@ def test_local_backups_pack_split_and_check_only_new_chunks(tmp_path: Path) -> N
     assert all(r.ok for r in results), [r.errors for r in results]  # every restore verified
     assert tree(root) == {}
     first, second, _ = _stored(method.log)
-    replay = next(entry[2] for entry in method.log if entry[0] == "stored")
+    replay = _replay(method.log)
     snapshots = replay.snapshots
     # one object per chunk, named by its id, nested chunks/<2 hex>/<62 hex>
     for key in _chunks(first):
@@ -202,6 +208,30 @@ def test_local_backups_pack_split_and_check_only_new_chunks(tmp_path: Path) -> N
     assert [r.step.version for r in results[3:]] == [0, 1, 2]  # type: ignore[union-attr]
 
 
+def test_a_hash_backup_repacks_every_file_and_checks_only_new_chunks(tmp_path: Path) -> None:
+    probe, _ = _local(tmp_path)
+    quick = _Watched(chunking=Chunking(average=AVERAGE))
+    rehash = _Watched(chunking=Chunking(average=AVERAGE), hash_all=True)
+    counts = []
+    for method in (quick, rehash):
+        results = probe.backup_restore(TREE, versions=[TREE, NEXT], method=method)
+        assert all(r.ok for r in results), [r.errors for r in results]
+        counts.append(results[1].requests_by_kind)
+    (q1, q2), (h1, h2) = ([_replay(m.log).snapshots[v] for v in (0, 1)] for m in (quick, rehash))
+    assert q1.chunks == h1.chunks  # the first backup packs every file either way
+    # -hash re-cuts the whole stream: unchanged stretches give the same chunks back,
+    # so it checks only chunks around the changed files, which quick mode packs alone
+    fresh = h2.referenced - h1.referenced
+    assert 0 < len(fresh) < len(set(h2.chunks)) / 2
+    reused = set(q2.chunks) & set(q1.chunks)
+    assert len(reused) > len(set(q2.chunks)) / 2
+    # HEADs: config, nesting, snapshot file; the chunks and lengths sequences read back
+    # (a -hash backup lists no remote files, so not the files sequence); the new chunks
+    read_back = len(set(h1.sequence_chunks(["chunks", "lengths"])))
+    assert counts[1]["head"] == 3 + read_back + len(fresh)
+    assert counts[0]["head"] == 3 + len(set(q1.metadata)) + len(q2.referenced - q1.referenced)
+
+
 def test_an_image_restore_reads_only_the_chunks_that_changed(tmp_path: Path) -> None:
     probe, _ = _local(tmp_path)
     image = Image.create("2MiB", block_size="64KiB", seed=2)
@@ -239,7 +269,7 @@ def test_s3_requests_per_step_match_the_server(
     assert all(r.ok for r in results), [r.errors for r in results]
     assert tree(s3_bucket_dir) == before
     steps = _by_step(seen)
-    inner = next(entry[2] for entry in seen if entry[0] == "stored")
+    inner = _replay(seen)
     first = inner.snapshots[0]
     for label, result in zip(
         ["backup 0", "backup 1", "restore 0", "restore 1"], results, strict=True
@@ -274,6 +304,29 @@ def _by_step(seen: list[Any]) -> dict[str, list[tuple[str, str]]]:
         elif entry[0] != "stored":
             steps.setdefault(current, []).append(entry)
     return steps
+
+
+def test_sftp_and_memory_restore_the_latest_then_an_older_version(ssh_server: Server) -> None:
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    assert ssh_server.root is not None
+    root = ssh_server.root / "duplicacy"
+    root.mkdir(exist_ok=True)
+    before = tree(root)
+    sftp = Probe.from_url(f"sftp://127.0.0.1{root}", ssh_options(ssh_server), streams=2)
+    MemoryFileSystem.store.clear()
+    memory = Probe.from_url("memory://dup", streams=2)
+    for probe in (sftp, memory):
+        results = probe.backup_restore(
+            TREE, versions=[TREE, NEXT], method="duplicacy", chunk_size="64KiB", restore=[1, 0]
+        )
+        assert all(r.ok for r in results), [r.errors for r in results]  # verified
+        # not the local disk: the snapshot cache serves the last snapshot and its
+        # sequences, and the first backup lists chunks/
+        assert results[1].requests_by_kind["get"] == 1
+        assert results[0].requests_by_kind["list"] == 2
+    assert tree(root) == before
+    assert not [k for k in MemoryFileSystem.store if k.startswith("/dup/")]
 
 
 # -- bad input -------------------------------------------------------------------------------

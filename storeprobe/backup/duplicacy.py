@@ -19,6 +19,9 @@ source:
   default without ``-hash``): a file whose path, size and time match the previous
   snapshot's keeps its chunks there (``AddPreservedChunk``); only new and changed files
   are packed into the new stream. A changed file's generation stands for its mtime.
+  With ``hash_all=True`` (``backup -hash``, as the scripts of Duplicacy's cloud
+  comparison run it: ``linux-backup-cloud.sh``, ``vm-backup-cloud.sh``) every backup
+  packs every file, and the unchanged stretches of the stream cut into the same chunks.
 - **One object per chunk, named by its hash** (wiki "Lock Free Deduplication"): the
   chunk's hash is keyed BLAKE2b-256 of its bytes, its id the keyed BLAKE2b-256 of that
   hash (``Config.NewKeyedHasher``, ``GetChunkIDFromHash``; key ``"duplicacy"`` on an
@@ -43,8 +46,9 @@ source:
   backup 1.
 - **A backup starts from the previous snapshot** (``downloadLatestSnapshot``,
   ``DownloadSnapshot``, ``DownloadSnapshotSequences``, ``ListRemoteFiles``): a LIST of
-  ``snapshots/<id>/``, a HEAD of the newest snapshot file, its GET, and its three
-  sequences' chunks (a lookup and a GET each).
+  ``snapshots/<id>/``, a HEAD of the newest snapshot file, its GET, and its sequences'
+  chunks (a lookup and a GET each): chunks and lengths, and in quick mode the files
+  sequence too (a ``-hash`` backup lists no remote files).
 - **The local snapshot cache** (``SetupSnapshotCache``, ``SnapshotManager.DownloadFile``,
   ``ChunkOperator.DownloadChunk``/``UploadChunk``, ``CleanSnapshotCache``): on every
   storage but the local disk (``IsCacheNeeded``), snapshot files and metadata chunks
@@ -79,6 +83,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import ClassVar
 
+import attrs
 from attrs import define, field, frozen
 
 from storeprobe.backup._buzhash import BLOCK, Cutter
@@ -96,6 +101,8 @@ __all__ = ["Duplicacy"]
 SNAPSHOT_ID = "storeprobe"
 #: the key of an unencrypted storage's hashes (``DEFAULT_KEY`` in duplicacy_config.go)
 _KEY = b"duplicacy"
+#: a snapshot's three sequences, in the order its file names them
+_SEQUENCES = ("files", "chunks", "lengths")
 #: bytes of chunks one restore window fetches at most (keeps a restore's memory bounded)
 _FETCH_BUDGET = 256 * MiB
 
@@ -120,6 +127,11 @@ def _power_of_two(name: str, value: int) -> None:
 
 def _metadata_size(value: int | str) -> int:
     return parse_size(value)
+
+
+def _boolean(_: object, attribute: attrs.Attribute[bool], value: object) -> None:
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{attribute.name} must be True or False, not {value!r}")
 
 
 @frozen
@@ -158,7 +170,11 @@ class _Snapshot:
     @property
     def metadata(self) -> list[str]:
         """The ids of its sequence chunks, files then chunks then lengths."""
-        return [cid for name in ("files", "chunks", "lengths") for cid in self.sequences[name]]
+        return self.sequence_chunks(_SEQUENCES)
+
+    def sequence_chunks(self, names: Sequence[str]) -> list[str]:
+        """The ids of the chunks of the sequences ``names``, in order."""
+        return [cid for name in names for cid in self.sequences[name]]
 
     @property
     def referenced(self) -> set[str]:
@@ -264,9 +280,11 @@ class _DuplicacyReplay(Replay):
             raise OSError("the config read back is not the one written")
         session.head([session.key("nesting")])
 
-    def _read_snapshot(self, session: Session, snapshot: _Snapshot) -> None:
-        """``DownloadSnapshot`` and its sequences: a HEAD of the snapshot file, its GET
-        unless cached, then each uncached metadata chunk looked up and read."""
+    def _read_snapshot(
+        self, session: Session, snapshot: _Snapshot, sequences: Sequence[str] = _SEQUENCES
+    ) -> None:
+        """``DownloadSnapshot`` and its ``sequences``: a HEAD of the snapshot file, its
+        GET unless cached, then each uncached chunk of the sequences looked up and read."""
         key = self._snapshot_key(session, snapshot.revision)
         (size,) = session.head([key])
         if size < 0:
@@ -276,7 +294,8 @@ class _DuplicacyReplay(Replay):
             if json.loads(body)["revision"] != snapshot.revision:
                 raise OSError(f"snapshot {key} names another revision")
             self.cached_snapshots.add(snapshot.revision)
-        wanted = list(dict.fromkeys(c for c in snapshot.metadata if c not in self.cached_chunks))
+        named = snapshot.sequence_chunks(sequences)
+        wanted = list(dict.fromkeys(c for c in named if c not in self.cached_chunks))
         self._fetch(session, wanted)
         self.cached_chunks.update(wanted)
 
@@ -325,7 +344,10 @@ class _DuplicacyReplay(Replay):
         last = self.latest
         known: set[str] = set()
         if last is not None:
-            self._read_snapshot(session, last)
+            # DownloadSnapshotSequences (chunks, lengths); in quick mode ListRemoteFiles
+            # reads the files sequence too, a -hash backup does not
+            wanted = ("chunks", "lengths") if self.method.hash_all else _SEQUENCES
+            self._read_snapshot(session, last, wanted)
             known = last.referenced
         elif not local:  # IsFastListing and revision 0: list every chunk
             session.listing([session.key("chunks")])
@@ -358,7 +380,7 @@ class _DuplicacyReplay(Replay):
     ) -> tuple[tuple[str, ...], dict[str, _Entry], list[_Chunk]]:
         """The new revision (CPU only): unchanged files keep the previous chunks, the others
         are packed into one stream and cut; the chunk list rebuilt in path order."""
-        before = {} if last is None else last.entries
+        before = {} if last is None or self.method.hash_all else last.entries
         kept: dict[str, _Entry] = {}
         changed: list[File] = []
         for file in version.files:
@@ -623,6 +645,9 @@ class Duplicacy(BackupMethod):
     chunking: Chunking = field(factory=Chunking)
     #: the average metadata chunk size (``backup -metadata-chunk-size``), bytes
     metadata_chunk_size: int = field(default=MiB, converter=_metadata_size)
+    #: ``backup -hash``: pack every file into each backup's stream, not only the files
+    #: whose size or time changed (the comparison's scripts back up this way)
+    hash_all: bool = field(default=False, validator=_boolean)
 
     def __attrs_post_init__(self) -> None:
         _power_of_two("average chunk size", self.chunking.average)
