@@ -12,7 +12,7 @@ import pytest
 from tests.servers import S3_KEY, S3_SECRET, Server
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
-RUN_HERE = {"backup.py", "quickstart.py", "save_results.py", "s3_streams.py"}
+RUN_HERE = {"backup.py", "duplicacy_table.py", "quickstart.py", "save_results.py", "s3_streams.py"}
 
 
 def test_no_example_is_left_out() -> None:
