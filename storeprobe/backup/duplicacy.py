@@ -573,63 +573,61 @@ class _DuplicacyReplay(Replay):
         todo: list[tuple[_Entry, list[int]]],
         directory: Path,
     ) -> None:
-        """Fetch the needed chunks (each once) in windows of about ``_FETCH_BUDGET``
-        bytes, writing each file once every chunk it needs is here."""
+        """Write the files of ``todo`` in path order, fetching the chunks they need (each
+        once, in order) in windows of about ``_FETCH_BUDGET`` bytes, each chunk dropped
+        after its last use: memory stays near one window whatever the files' sizes."""
+        order: list[str] = []  # the chunks needed, in the order they are first used
+        uses: dict[str, int] = {}
+        for _, needed in todo:
+            for index in needed:
+                cid = snapshot.chunks[index]
+                if cid not in uses:
+                    order.append(cid)
+                uses[cid] = uses.get(cid, 0) + 1
         fetched: dict[str, bytes] = {}
-        batch: dict[str, None] = {}
-        waiting: list[tuple[_Entry, list[int]]] = []
-        budget = 0
+        ahead = 0  # order[:ahead] has been fetched
 
-        def flush() -> None:
-            ids = list(batch)
-            fetched.update(zip(ids, self._fetch(session, ids), strict=True))
-            for entry, needed in waiting:
-                self._write(snapshot, entry, needed, fetched, directory)
-            waiting.clear()
-            batch.clear()
+        def take(cid: str) -> bytes:
+            nonlocal ahead
+            if cid not in fetched:
+                if order[ahead] != cid:
+                    raise AssertionError(f"chunk {cid} is not the next to fetch")
+                batch: list[str] = []
+                budget = 0
+                while ahead < len(order):
+                    size = self.stored[order[ahead]].size
+                    if batch and budget + size > _FETCH_BUDGET:
+                        break
+                    batch.append(order[ahead])
+                    budget += size
+                    ahead += 1
+                fetched.update(zip(batch, self._fetch(session, batch), strict=True))
+            data = fetched[cid]
+            uses[cid] -= 1
+            if not uses[cid]:
+                del fetched[cid]
+            return data
 
         for entry, needed in todo:
-            wanted = list(dict.fromkeys(snapshot.chunks[i] for i in needed))
-            new = [cid for cid in wanted if cid not in fetched and cid not in batch]
-            size = sum(self.stored[cid].size for cid in new)
-            if waiting and budget + size > _FETCH_BUDGET:
-                flush()
-                for cid in set(fetched) - set(wanted):
-                    del fetched[cid]  # keep only what this file shares with the last
-                new = [cid for cid in wanted if cid not in fetched]
-                budget = sum(len(fetched[cid]) for cid in fetched)
-                size = sum(self.stored[cid].size for cid in new)
-            batch.update(dict.fromkeys(new))
-            budget += size
-            waiting.append((entry, needed))
-        flush()
-
-    def _write(
-        self,
-        snapshot: _Snapshot,
-        entry: _Entry,
-        needed: list[int],
-        fetched: dict[str, bytes],
-        directory: Path,
-    ) -> None:
-        target = directory / entry.file.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        wanted = set(needed)
-        temporary = target.with_name(target.name + ".storeprobe-part")
-        old = open(target, "rb") if target.is_file() else None  # noqa: SIM115
-        try:
-            with open(temporary, "wb") as out:
-                for index, start, stop, offset in self._spans(snapshot, entry):
-                    if index in wanted:
-                        out.write(fetched[snapshot.chunks[index]][start:stop])
-                    else:
-                        assert old is not None
-                        old.seek(offset)
-                        out.write(old.read(stop - start))
-        finally:
-            if old is not None:
-                old.close()
-        os.replace(temporary, target)
+            target = directory / entry.file.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            wanted = set(needed)
+            temporary = target.with_name(target.name + ".storeprobe-part")
+            old = open(target, "rb") if target.is_file() else None  # noqa: SIM115
+            try:
+                with open(temporary, "wb") as out:
+                    for index, start, stop, offset in self._spans(snapshot, entry):
+                        if index in wanted:
+                            out.write(take(snapshot.chunks[index])[start:stop])
+                        elif old is not None:
+                            old.seek(offset)
+                            out.write(old.read(stop - start))
+                        else:
+                            raise AssertionError(f"{entry.file.path} has no local copy")
+            finally:
+                if old is not None:
+                    old.close()
+            os.replace(temporary, target)
 
 
 @frozen(kw_only=True)
