@@ -19,6 +19,7 @@ from storeprobe.backup.duplicacy import SNAPSHOT_ID, chunk_id
 from storeprobe.backup.objects import Blob, BlobPayloads
 from storeprobe.dataset import Image, Tree
 from storeprobe.errors import ConfigurationError
+from storeprobe.notices import Code
 from tests.conftest import s3_options, ssh_options
 from tests.duplicacy_chunkmaker import GoChunkMaker
 from tests.helpers import tree
@@ -72,7 +73,7 @@ def test_chunk_sizes_follow_duplicacys_distribution() -> None:
         method.cutter(average).cut(data[i : i + (1 << 20)] for i in range(0, 8 << 20, 1 << 20))
     )
     lengths = np.diff([0, *ends])
-    # min + average·(1 − e⁻³) on average: about 1.2 × average, so ≈ size ÷ (1.2 average)
+    # min + average·(1 − e^−3.75) on average: about 1.23 × average, so ≈ size ÷ (1.23 average)
     assert 0.7 * len(data) / average < len(lengths) < 1.0 * len(data) / average
     assert (lengths[:-1] >= average // 4).all()
     assert (lengths <= 4 * average).all()
@@ -135,6 +136,12 @@ def _chunks(objects: dict[str, int]) -> dict[str, int]:
     return {key: size for key, size in objects.items() if key.startswith("chunks/")}
 
 
+def _cleaned(results: Any) -> None:
+    """No step warns that cleanup left something behind."""
+    codes = [w.code for r in results for w in r.warnings]
+    assert Code.CLEANUP_INCOMPLETE not in codes, [w.message for r in results for w in r.warnings]
+
+
 def _local(tmp_path: Path) -> tuple[Probe, Path]:
     root = tmp_path / "target"
     root.mkdir()
@@ -146,7 +153,8 @@ def test_local_backups_pack_split_and_check_only_new_chunks(tmp_path: Path) -> N
     method = _Watched(chunking=Chunking(average=AVERAGE))
     results = probe.backup_restore(TREE, versions=[TREE, NEXT, LAST], method=method)
     assert all(r.ok for r in results), [r.errors for r in results]  # every restore verified
-    assert tree(root) == {}
+    _cleaned(results)
+    assert not list(root.iterdir())  # nothing left, not even a folder
     first, second, _ = _stored(method.log)
     replay = _replay(method.log)
     snapshots = replay.snapshots
@@ -216,6 +224,7 @@ def test_a_hash_backup_repacks_every_file_and_checks_only_new_chunks(tmp_path: P
     for method in (quick, rehash):
         results = probe.backup_restore(TREE, versions=[TREE, NEXT], method=method)
         assert all(r.ok for r in results), [r.errors for r in results]
+        _cleaned(results)
         counts.append(results[1].requests_by_kind)
     (q1, q2), (h1, h2) = ([_replay(m.log).snapshots[v] for v in (0, 1)] for m in (quick, rehash))
     assert q1.chunks == h1.chunks  # the first backup packs every file either way
@@ -245,6 +254,7 @@ def test_an_image_restore_reads_only_the_chunks_that_changed(
         image, versions=versions, method="duplicacy", chunk_size="64KiB", restore=[0, 1]
     )
     assert all(r.ok for r in results), [r.errors for r in results]
+    _cleaned(results)
     full, patch = (r.step for r in results[2:])
     assert full is not None
     assert patch is not None
@@ -272,6 +282,7 @@ def test_s3_requests_per_step_match_the_server(
     probe = Probe.from_url("s3://bench/dup", options, client=client, streams=4)
     results = probe.backup_restore(TREE, versions=[TREE, NEXT], method=method)
     assert all(r.ok for r in results), [r.errors for r in results]
+    _cleaned(results)
     assert tree(s3_bucket_dir) == before
     steps = _by_step(seen)
     inner = _replay(seen)
@@ -326,11 +337,13 @@ def test_sftp_and_memory_restore_the_latest_then_an_older_version(ssh_server: Se
             TREE, versions=[TREE, NEXT], method="duplicacy", chunk_size="64KiB", restore=[1, 0]
         )
         assert all(r.ok for r in results), [r.errors for r in results]  # verified
+        _cleaned(results)
         # not the local disk: the snapshot cache serves the last snapshot and its
         # sequences, and the first backup lists chunks/
         assert results[1].requests_by_kind["get"] == 1
         assert results[0].requests_by_kind["list"] == 2
     assert tree(root) == before
+    assert not list(root.iterdir())
     assert not [k for k in MemoryFileSystem.store if k.startswith("/dup/")]
 
 

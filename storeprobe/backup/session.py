@@ -223,11 +223,8 @@ class Session:
             )
         ]
         backend = self.target.backend
-        for folder in [
-            *sorted(self.folders, key=lambda f: -f.count("/")),
-            *(self.key(f) for f in folders),
-            self.prefix,
-        ]:
+        made = {*self.folders, *(self.key(f) for f in folders)}  # deepest first
+        for folder in [*sorted(made, key=lambda f: (-f.count("/"), f)), self.prefix]:
             try:
                 backend.remove_prefix(folder)
             except FileNotFoundError:
