@@ -245,8 +245,9 @@ def test_a_hash_backup_repacks_every_file_and_checks_only_new_chunks(tmp_path: P
 def test_an_image_restore_reads_only_the_chunks_that_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: int
 ) -> None:
-    # a small budget: the restore fetches in many windows, writing the image as they come
-    monkeypatch.setattr("storeprobe.backup.duplicacy._FETCH_BUDGET", budget)
+    # a small window: backups write and restores fetch in many windows, the restore
+    # writing the image as they come
+    monkeypatch.setattr("storeprobe.backup.duplicacy._WINDOW", budget)
     probe, _ = _local(tmp_path)
     image = Image.create("2MiB", block_size="64KiB", seed=2)
     versions = [image, image.evolve(fraction=0.05, pattern="clustered", seed=1)]

@@ -103,8 +103,9 @@ SNAPSHOT_ID = "storeprobe"
 _KEY = b"duplicacy"
 #: a snapshot's three sequences, in the order its file names them
 _SEQUENCES = ("files", "chunks", "lengths")
-#: bytes of chunks one restore window fetches at most (keeps a restore's memory bounded)
-_FETCH_BUDGET = 256 * MiB
+#: bytes of chunks one window writes or fetches at most: a window's bodies are in memory
+#: while it runs, so this bounds a step's memory (Duplicacy streams chunks as it cuts them)
+_WINDOW = 256 * MiB
 
 
 def _hash(data: bytes) -> bytes:
@@ -180,6 +181,20 @@ class _Snapshot:
     def referenced(self) -> set[str]:
         """Every chunk id it references (``GetSnapshotChunks``)."""
         return {*self.chunks, *self.metadata}
+
+
+def _windows(chunks: Sequence[_Chunk]) -> Iterator[list[_Chunk]]:
+    """``chunks`` in runs of about ``_WINDOW`` bytes (at least one chunk each)."""
+    run: list[_Chunk] = []
+    held = 0
+    for chunk in chunks:
+        if run and held + chunk.size > _WINDOW:
+            yield run
+            run, held = [], 0
+        run.append(chunk)
+        held += chunk.size
+    if run:
+        yield run
 
 
 def _blocks(pieces: Iterable[Piece]) -> Iterator[bytes]:
@@ -314,14 +329,16 @@ class _DuplicacyReplay(Replay):
 
     def _upload(self, session: Session, chunks: Sequence[_Chunk], known: set[str]) -> list[_Chunk]:
         """``UploadChunk`` for the chunks not in ``known`` (each once): a HEAD window, then
-        a PUT window of the ones absent; the chunks checked."""
+        PUT windows of the ones absent (about ``_WINDOW`` bytes each: a window's bodies
+        are made before it runs); the chunks checked."""
         fresh = [c for c in {c.id: c for c in chunks}.values() if c.id not in known]
         known.update(c.id for c in fresh)
         sizes = session.head([self._chunk_key(session, c.id) for c in fresh])
         missing = [c for c, size in zip(fresh, sizes, strict=True) if size < 0]
-        session.put(
-            [Blob(key=self._chunk_key(session, c.id), segments=c.segments) for c in missing]
-        )
+        for window in _windows(missing):
+            session.put(
+                [Blob(key=self._chunk_key(session, c.id), segments=c.segments) for c in window]
+            )
         for chunk in chunks:
             self.stored.setdefault(chunk.id, chunk)
         return fresh
@@ -574,7 +591,7 @@ class _DuplicacyReplay(Replay):
         directory: Path,
     ) -> None:
         """Write the files of ``todo`` in path order, fetching the chunks they need (each
-        once, in order) in windows of about ``_FETCH_BUDGET`` bytes, each chunk dropped
+        once, in order) in windows of about ``_WINDOW`` bytes, each chunk dropped
         after its last use: memory stays near one window whatever the files' sizes."""
         order: list[str] = []  # the chunks needed, in the order they are first used
         uses: dict[str, int] = {}
@@ -596,7 +613,7 @@ class _DuplicacyReplay(Replay):
                 budget = 0
                 while ahead < len(order):
                     size = self.stored[order[ahead]].size
-                    if batch and budget + size > _FETCH_BUDGET:
+                    if batch and budget + size > _WINDOW:
                         break
                     batch.append(order[ahead])
                     budget += size
