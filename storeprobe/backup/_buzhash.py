@@ -72,7 +72,13 @@ class Cutter:
         self.mask = np.uint64(average - 1)
         self.minimum = minimum
         self.maximum = maximum
-        self._table = _table(seed)
+        table = _table(seed)
+        self._table = table
+        turns = np.arange(64, dtype=np.uint64)
+        #: rotl(T[b], r) at [r * 256 + b]: U_j is one lookup at ((-j) mod 64) * 256 + b_j
+        self._turned = _rotate_left(table[np.newaxis, :], turns[:, np.newaxis]).ravel()
+        #: rotl(x, s) & mask == 0 exactly when x & rotr(mask, s) == 0: the masks by s
+        self._masks = _rotate_left(np.full(64, self.mask, dtype=np.uint64), -turns & _SIXTY_THREE)
         #: Q[position - minimum … position] (Q[k] = 0 for k ≤ 0)
         self._history: _U64 = np.zeros(minimum + 1, dtype=np.uint64)
         self._position = 0
@@ -83,17 +89,17 @@ class Cutter:
         count = len(data)
         begin = self._position
         symbols = np.frombuffer(data, dtype=np.uint8)
-        where = np.arange(begin, begin + count, dtype=np.uint64)
-        spread = _rotate_left(self._table[symbols], (_SIXTY_FOUR - (where & _SIXTY_THREE)))
+        phase = np.arange(begin, begin + count, dtype=np.int64) & 63  # j mod 64 (e - 1)
+        spread = self._turned[(((-phase) & 63) << 8) | symbols]
         prefix = np.bitwise_xor.accumulate(spread)
         prefix ^= self._history[-1]
         joined = np.concatenate((self._history, prefix))
         window = self.minimum
         # positions e = begin + 1 … begin + count: Q[e] = joined[window + 1:], Q[e - window]
-        # = joined[1 : count + 1]; the hash is rotl(Q[e] ^ Q[e - window], e - 1)
+        # = joined[1 : count + 1]; the hash is rotl(Q[e] ^ Q[e - window], e - 1), tested
+        # against the mask without rotating it
         mixed = joined[window + 1 :] ^ joined[1 : count + 1]
-        hashed = _rotate_left(mixed, where)
-        hits = np.flatnonzero((hashed & self.mask) == 0) + (begin + 1)
+        hits = np.flatnonzero((mixed & self._masks[phase]) == 0) + (begin + 1)
         self._candidates.extend(int(e) for e in hits if e >= window)
         self._history = joined[-(window + 1) :].copy()
         self._position = begin + count
