@@ -357,4 +357,8 @@ def test_bad_chunk_sizes_are_refused_before_any_io(tmp_path: Path) -> None:
         probe.backup_restore(TREE, versions=1, method="duplicacy", chunk_size="96KiB")
     with pytest.raises(ConfigurationError, match="metadata chunk size must be a power of two"):
         Duplicacy(metadata_chunk_size="3MiB")
+    with pytest.raises(ConfigurationError, match="at least 256 B"):
+        Duplicacy(metadata_chunk_size=128)
+    with pytest.raises(ConfigurationError, match="hash_all must be True or False"):
+        Duplicacy(hash_all="yes")  # type: ignore[arg-type]
     assert tree(root) == {}
