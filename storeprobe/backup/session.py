@@ -19,6 +19,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
+import attrs
 from attrs import define, field, frozen
 
 from storeprobe.backends import AsyncBackend, SyncBackend
@@ -149,7 +150,14 @@ class Session:
                 ),
             )
         )
-        return [bytes(outcome.data or b"") for outcome in self._window(plan).outcomes]
+        run = self._window(plan)
+        bodies = [bytes(outcome.data or b"") for outcome in run.outcomes]
+        # the step keeps the window's record, not the bytes it read (a restore's reads
+        # would otherwise all stay in memory until the step ends)
+        self.runs[-1] = attrs.evolve(
+            run, outcomes=tuple(outcome._replace(data=None) for outcome in run.outcomes)
+        )
+        return bodies
 
     def delete(self, keys: Sequence[str]) -> None:
         """One DELETE per key, ≤ ``streams`` at once."""
