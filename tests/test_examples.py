@@ -14,6 +14,7 @@ from tests.servers import S3_KEY, S3_SECRET, Server
 EXAMPLES = Path(__file__).parent.parent / "examples"
 RUN_HERE = {
     "backup.py",
+    "duplicacy_table.py",
     "quickstart.py",
     "rsnapshot_vs_rdiff.py",
     "save_results.py",

@@ -16,7 +16,10 @@ is a Result. What a step asks of the storage is decided by its method, one modul
 - ``rdiff-backup`` (:mod:`storeprobe.backup.rdiff_backup`): a mirror of the newest
   version plus reverse increments (librsync deltas), file systems only;
 - ``rsnapshot`` (:mod:`storeprobe.backup.rsnapshot`): a full tree per version, unchanged
-  files hard links to the previous one (rsync ``--link-dest``), file systems only.
+  files hard links to the previous one (rsync ``--link-dest``), file systems only;
+- ``duplicacy`` (:mod:`storeprobe.backup.duplicacy`): Duplicacy 3.2's pack-and-split
+  chunks of one stream of all files, existence checks only for chunks the previous
+  snapshot lacks, its snapshots stored as chunks.
 
 A method is a :class:`BackupMethod` (its options, frozen) that makes a :class:`Replay`
 for one scenario; the scenario owns timing, eviction, verification, Results and cleanup
@@ -28,6 +31,7 @@ from __future__ import annotations
 from typing import TypeAlias
 
 from storeprobe.backup.chunks import Chunks
+from storeprobe.backup.duplicacy import Duplicacy
 from storeprobe.backup.duplicity import Duplicity
 from storeprobe.backup.files import Files
 from storeprobe.backup.method import BackupMethod, Replay
@@ -47,6 +51,7 @@ __all__ = [
     "Blob",
     "Chunking",
     "Chunks",
+    "Duplicacy",
     "Duplicity",
     "Files",
     "Leftover",

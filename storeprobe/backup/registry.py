@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from storeprobe.backup.chunks import Chunks
+from storeprobe.backup.duplicacy import Duplicacy
 from storeprobe.backup.duplicity import Duplicity
 from storeprobe.backup.files import Files
 from storeprobe.backup.method import BackupMethod
@@ -23,6 +24,7 @@ _REGISTRY: dict[str, type[BackupMethod]] = {
     Chunks.name: Chunks,
     RdiffBackup.name: RdiffBackup,
     Rsnapshot.name: Rsnapshot,
+    Duplicacy.name: Duplicacy,
 }
 
 #: every method name, in the order the docs present them

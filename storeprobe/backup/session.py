@@ -20,6 +20,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
+import attrs
 from attrs import define, field
 
 from storeprobe.backends import AsyncBackend, SyncBackend
@@ -148,7 +149,14 @@ class Session:
                 ),
             )
         )
-        return [bytes(outcome.data or b"") for outcome in self._window(plan).outcomes]
+        run = self._window(plan)
+        bodies = [bytes(outcome.data or b"") for outcome in run.outcomes]
+        # the step keeps the window's record, not the bytes it read (a restore's reads
+        # would otherwise all stay in memory until the step ends)
+        self.runs[-1] = attrs.evolve(
+            run, outcomes=tuple(outcome._replace(data=None) for outcome in run.outcomes)
+        )
+        return bodies
 
     def put_parts(self, blob: Blob, part_size: int, concurrency: int) -> None:
         """One multipart upload of ``blob`` in parts of ``part_size`` bytes, at most
@@ -337,7 +345,7 @@ class Session:
             clock=self.clock,
             timeout=self.timeout,
         )
-        made = [*self.folders, *(self.key(f) for f in folders)]
+        made = {*self.folders, *(self.key(f) for f in folders)}
         return left + remove_folders(
-            self.target, [*sorted(made, key=lambda f: -f.count("/")), self.prefix]
+            self.target, [*sorted(made, key=lambda f: (-f.count("/"), f)), self.prefix]
         )
