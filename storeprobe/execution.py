@@ -16,6 +16,7 @@ goes on. Progress, when asked, is pumped from another thread (:mod:`storeprobe.p
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import threading
@@ -124,14 +125,16 @@ def _drive(loop: asyncio.AbstractEventLoop, coro: Coroutine[object, object, _T])
         finally:
             ended.set()
 
-    future = asyncio.run_coroutine_threadsafe(guarded(), loop)
+    future: concurrent.futures.Future[_T] | None = None
     try:
+        future = asyncio.run_coroutine_threadsafe(guarded(), loop)
         while not ended.wait(1):  # a bounded wait, so a signal is handled on every platform
             pass
         return future.result()
     except BaseException:
-        future.cancel()  # cancels the task on its loop; its requests are cancelled in turn
-        ended.wait(CANCEL_GRACE_S)
+        if future is not None:
+            future.cancel()  # cancels the task on its loop, and its requests with it
+            ended.wait(CANCEL_GRACE_S)
         raise
 
 

@@ -28,7 +28,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import cast
 
 import numpy as np
@@ -352,8 +352,10 @@ def _run_phase_sync(
         worker()
         return
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="storeprobe")
-    futures = [pool.submit(worker, n) for n in range(workers)]
+    futures: list[Future[None]] = []
     try:
+        for number in range(workers):
+            futures.append(pool.submit(worker, number))
         pending = set(futures)
         while pending:  # a bounded wait, so a signal is handled on every platform
             pending = wait(pending, timeout=1).not_done

@@ -175,8 +175,10 @@ def test_cli_interrupted_by_sigint_cleans_up(proxy: CountingProxy, s3_bucket_dir
     # before cleanup, or objects written beside the deletes stay behind.
     before = tree(s3_bucket_dir)
     held = threading.Event()
+    seen: list[tuple[str, str]] = []  # every request, in the order the proxy got it
 
     def hold(method: str, path: str, n: int) -> bool:
+        seen.append((method, path))
         if method == "PUT" and path.endswith("/r0-0000005") and not held.is_set():
             held.set()
             return True
@@ -227,6 +229,15 @@ def test_cli_interrupted_by_sigint_cleans_up(proxy: CountingProxy, s3_bucket_dir
     assert "interrupted; cleanup ran for what was written" in err
     assert "Traceback" not in err
     assert tree(s3_bucket_dir) == before  # nothing under the run prefix; neighbours intact
+    # the window was called off before cleanup began: once the first delete arrived, no
+    # PUT came but those of the three other streams already on their way
+    held_at = seen.index(next(r for r in seen if r[0] == "PUT" and r[1].endswith("/r0-0000005")))
+    first_delete = next(
+        i
+        for i, (method, path) in enumerate(seen)
+        if i > held_at and (method == "DELETE" or "?delete" in path)
+    )
+    assert sum(method == "PUT" for method, _ in seen[first_delete:]) <= 3, seen[first_delete:]
 
 
 class _Interrupt(KeyboardInterrupt):
@@ -249,17 +260,14 @@ def test_an_interrupted_window_on_a_thread_pool_stops_before_cleanup(tmp_path: P
     taken = threading.Event()
     main = threading.main_thread().ident
     assert main is not None
-    started_after: list[str] = []
+    started: list[Kind] = []  # the kind of every request as it starts
 
     def job(request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
         found = original(request, body, into, clock)
         assert isinstance(found, SyncJob)
-        if request.kind is not Kind.PUT:
-            return found
 
         def call() -> Outcome:
-            if taken.is_set():
-                started_after.append(request.key)
+            started.append(request.kind)
             outcome = found.call()
             if request.key.endswith("/r0-0000005"):
                 signal.pthread_kill(main, signal.SIGINT)
@@ -280,9 +288,12 @@ def test_an_interrupted_window_on_a_thread_pool_stops_before_cleanup(tmp_path: P
     finally:
         signal.signal(signal.SIGINT, previous)
     assert taken.is_set()
-    # the workers stopped after their current request (without the fix they wrote on
-    # through all 2000 names while cleanup deleted them)
-    assert len(started_after) < workload.count // 2, len(started_after)
+    # the workers stopped after their current request, and cleanup began only then: no
+    # PUT started after the first delete (without that, they wrote on through the 2000
+    # names while cleanup deleted them)
+    first_delete = started.index(Kind.DELETE)
+    assert Kind.PUT not in started[first_delete:]
+    assert started.count(Kind.PUT) < workload.count
     assert os.listdir(tmp_path) == ["neighbour.bin"]
     assert neighbour.read_bytes() == b"precious"
 
