@@ -17,11 +17,14 @@ goes on. Progress, when asked, is pumped from another thread (:mod:`storeprobe.p
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from typing import TypeVar
 
 from attrs import frozen
 from fsspec.asyn import sync
@@ -89,6 +92,9 @@ def remove_folders(target: Target, folders: Sequence[str]) -> list[Leftover]:
     return left
 
 
+_T = TypeVar("_T")
+
+
 @contextlib.contextmanager
 def _pumping(meter: Meter | None, callback: Callback | None) -> Iterator[None]:
     if meter is None or callback is None:
@@ -131,16 +137,11 @@ def execute(
             with _pumping(meter, callback), warnings.catch_warnings():
                 # aiohttp advises streaming bodies over 1 MiB; parts are sent whole on purpose
                 warnings.filterwarnings("ignore", message="Sending a large body directly")
-                return sync(  # type: ignore[no-any-return]
-                    backend.fs.loop, run_async, phases, streams, clock, timeout, meter
-                )
-        except BaseException as exc:
+                return _drive(backend.fs.loop, run_async(phases, streams, clock, timeout, meter))
+        except BaseException:
             if bound.abort is not None:
                 with contextlib.suppress(Exception):
                     sync(backend.fs.loop, bound.abort)
-            cause = exc.__cause__
-            if type(exc).__name__ == "FSTimeoutError" and isinstance(cause, TimeoutError):
-                raise cause from None  # fsspec's sync() drops the message; keep ours
             raise
     sync_bound = backend.bind(plan.phases, bodies, landings, clock)
     sync_phases = (
@@ -153,6 +154,39 @@ def execute(
         if sync_bound.abort is not None:
             with contextlib.suppress(Exception):
                 sync_bound.abort()
+        raise
+
+
+#: how long an interrupted run waits for its cancelled requests to end (seconds)
+CANCEL_GRACE_S = 10.0
+
+
+def _drive(loop: asyncio.AbstractEventLoop, coro: Coroutine[object, object, _T]) -> _T:
+    """Run ``coro`` on the client's event loop (another thread) and wait for its result.
+
+    Unlike fsspec's ``sync``, an interruption of the waiting thread (Ctrl-C raises
+    KeyboardInterrupt there) cancels the coroutine and waits until it has ended (at most
+    :data:`CANCEL_GRACE_S`): the requests of an interrupted window are called off before
+    the caller's cleanup deletes what was written, instead of going on beside it.
+    """
+    ended = threading.Event()
+
+    async def guarded() -> _T:
+        try:
+            return await coro
+        finally:
+            ended.set()
+
+    future: concurrent.futures.Future[_T] | None = None
+    try:
+        future = asyncio.run_coroutine_threadsafe(guarded(), loop)
+        while not ended.wait(1):  # a bounded wait, so a signal is handled on every platform
+            pass
+        return future.result()
+    except BaseException:
+        if future is not None:
+            future.cancel()  # cancels the task on its loop, and its requests with it
+            ended.wait(CANCEL_GRACE_S)
         raise
 
 

@@ -28,7 +28,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import cast
 
 import numpy as np
@@ -351,8 +351,21 @@ def _run_phase_sync(
     if workers == 1:
         worker()
         return
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="storeprobe") as pool:
-        futures = [pool.submit(worker, n) for n in range(workers)]
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="storeprobe")
+    futures: list[Future[None]] = []
+    try:
+        for number in range(workers):
+            futures.append(pool.submit(worker, number))
+        pending = set(futures)
+        while pending:  # a bounded wait, so a signal is handled on every platform
+            pending = wait(pending, timeout=1).not_done
+    except BaseException:
+        # interrupted (Ctrl-C): the workers stop after their current request, and the
+        # caller's cleanup starts only once they have
+        failed.append(True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
     errors = [error for future in futures if (error := future.exception()) is not None]
     if errors:
         raise errors[0]

@@ -7,12 +7,13 @@ named.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,11 +21,14 @@ import pytest
 import s3fs
 
 from storeprobe import Probe, TargetUnreachableError, Workload
+from storeprobe.backends.base import Landing
 from storeprobe.notices import Code
+from storeprobe.request import Body, Kind, Outcome, Request, SyncJob
+from storeprobe.transfer import Clock
 from tests.conftest import s3_options
 from tests.helpers import tree
 from tests.http_proxy import CountingProxy
-from tests.servers import Server, rclone_s3
+from tests.servers import S3_KEY, S3_SECRET, Server, rclone_s3
 
 SMALL = Workload(count=40, size="16KiB")
 
@@ -162,33 +166,134 @@ def test_server_killed_mid_transfer(tmp_path: Path, operation: str) -> None:
     } == before
 
 
-def test_cli_interrupted_by_sigint_cleans_up(tmp_path: Path) -> None:
-    neighbour = tmp_path / "neighbour.bin"
-    neighbour.write_bytes(b"precious")
+def test_cli_interrupted_by_sigint_cleans_up(proxy: CountingProxy, s3_bucket_dir: Path) -> None:
+    # The CLI uploads 2000 objects 4 at a time through the proxy, which holds the PUT of
+    # object 5 of the first repeat and never answers it: that PUT is inside the upload's
+    # timed window (the run's first probe), so the window cannot end on its own, and the
+    # signal is sent once the proxy holds it (never after a count or a sleep). The three
+    # other streams are still writing when it arrives: the window must be called off
+    # before cleanup, or objects written beside the deletes stay behind.
+    before = tree(s3_bucket_dir)
+    held = threading.Event()
+    seen: list[tuple[str, str]] = []  # every request, in the order the proxy got it
+
+    def hold(method: str, path: str, n: int) -> bool:
+        seen.append((method, path))
+        if method == "PUT" and path.endswith("/r0-0000005") and not held.is_set():
+            held.set()
+            return True
+        return False
+
+    proxy.hang_when = hold
+    endpoint = {"endpoint_url": f"http://127.0.0.1:{proxy.port}", "region_name": "us-east-1"}
     process = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "storeprobe",
             "run",
-            str(tmp_path),
+            "s3://bench/faults",
             "--workload",
-            "3000x64KiB",
+            "2000x4KiB",
+            "--streams",
+            "4",
             "--repeats",
-            "3",
+            "2",
+            "--timeout",
+            "60",
+            "-o",
+            f"key={S3_KEY}",
+            "-o",
+            f"secret={S3_SECRET}",
+            "-o",
+            f"client_kwargs={json.dumps(endpoint)}",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        text=True,
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # wait until the probe has written something
-        prefixes = [p for p in tmp_path.iterdir() if p.name.startswith("storeprobe-")]
-        if prefixes and len(list(prefixes[0].iterdir())) > 50:
-            break
-        time.sleep(0.02)
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=120)
+    try:
+        if not held.wait(60):
+            process.kill()
+            _, err = process.communicate(timeout=10)
+            pytest.fail(f"the upload window never sent object 5 (exit {process.returncode}): {err}")
+        assert process.poll() is None  # the window is open: its held PUT has no answer
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=10)
+    proxy.hang_when = None
     assert process.returncode == 130, err
+    assert "interrupted; cleanup ran for what was written" in err
+    assert "Traceback" not in err
+    assert tree(s3_bucket_dir) == before  # nothing under the run prefix; neighbours intact
+    # the window was called off before cleanup began: once the first delete arrived, no
+    # PUT came but those of the three other streams already on their way
+    held_at = seen.index(next(r for r in seen if r[0] == "PUT" and r[1].endswith("/r0-0000005")))
+    first_delete = next(
+        i
+        for i, (method, path) in enumerate(seen)
+        if i > held_at and (method == "DELETE" or "?delete" in path)
+    )
+    assert sum(method == "PUT" for method, _ in seen[first_delete:]) <= 3, seen[first_delete:]
+
+
+class _Interrupt(KeyboardInterrupt):
+    """Ctrl-C, as raised by this module's own SIGINT handler (see below)."""
+
+
+def test_an_interrupted_window_on_a_thread_pool_stops_before_cleanup(tmp_path: Path) -> None:
+    # The local disk at 4 streams runs the window on a thread pool. The PUT of object 5
+    # sends SIGINT to the main thread (where a terminal's Ctrl-C lands) and does not
+    # return until it has been taken, so the interrupt lands inside the window while
+    # three workers are writing.
+    from fsspec.implementations.local import LocalFileSystem
+
+    neighbour = tmp_path / "neighbour.bin"
+    neighbour.write_bytes(b"precious")
+    workload = Workload(count=2000, size="4KiB")
+    probe = Probe(LocalFileSystem(), str(tmp_path), streams=4, repeats=1)
+    backend = probe.target.backend
+    original = backend.job
+    taken = threading.Event()
+    main = threading.main_thread().ident
+    assert main is not None
+    started: list[Kind] = []  # the kind of every request as it starts
+
+    def job(request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
+        found = original(request, body, into, clock)
+        assert isinstance(found, SyncJob)
+
+        def call() -> Outcome:
+            started.append(request.kind)
+            outcome = found.call()
+            if request.key.endswith("/r0-0000005"):
+                signal.pthread_kill(main, signal.SIGINT)
+                assert taken.wait(30)
+            return outcome
+
+        return SyncJob(found.kind, call, found.inner)
+
+    def interrupt(signum: int, frame: object) -> None:
+        taken.set()
+        raise _Interrupt
+
+    backend.job = job  # type: ignore[method-assign]
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        with pytest.raises(_Interrupt):
+            probe.upload(workload)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert taken.is_set()
+    # the workers stopped after their current request, and cleanup began only then: no
+    # PUT started after the first delete (without that, they wrote on through the 2000
+    # names while cleanup deleted them)
+    first_delete = started.index(Kind.DELETE)
+    assert Kind.PUT not in started[first_delete:]
+    assert started.count(Kind.PUT) < workload.count
     assert os.listdir(tmp_path) == ["neighbour.bin"]
     assert neighbour.read_bytes() == b"precious"
 

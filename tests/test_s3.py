@@ -51,10 +51,14 @@ def test_in_flight_requests_counted_on_the_server_side(
     operation: str,
     workload: Workload,
     client: str,
+    request: pytest.FixtureRequest,
 ) -> None:
+    # each case writes under a folder of its own and checks only that one: what one
+    # case leaves behind fails that case, never the ones after it
+    folder = f"inflight-{request.node.callspec.id}"
     options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
     probe = Probe.from_url(
-        "s3://bench/inflight",
+        f"s3://bench/{folder}",
         options,
         client=client,
         streams=streams,
@@ -77,7 +81,7 @@ def test_in_flight_requests_counted_on_the_server_side(
         elif client == "obstore":  # rclone answers ranged GETs with 200: obstore refuses
             assert result.strategy.endswith("(ranges read with s3fs)")
             assert any(w.code is Code.RANGES_VIA_S3FS for w in result.warnings)
-    assert not any(name.startswith("inflight") for name in tree(s3_bucket_dir))
+    assert tree(s3_bucket_dir / folder) == {}
 
 
 def test_four_seed_probes_verified(s3_storage_options: dict[str, Any], s3_bucket_dir: Path) -> None:
