@@ -335,14 +335,22 @@ def test_requests_by_kind_of_a_probe_made_multipart_upload(tmp_path: Path) -> No
 def test_sync_engine_keeps_at_most_streams_in_flight(streams: int) -> None:
     active = 0
     peak = 0
+    started = 0
     lock = threading.Lock()
+    # the first `streams` calls wait for each other: the engine must have them all in
+    # flight at once (a wait for a state, not a sleep that hopes threads overlap); a
+    # later call that ran beside them would raise the peak above `streams`
+    together = threading.Barrier(streams, timeout=30)
 
     def call() -> Outcome:
-        nonlocal active, peak
+        nonlocal active, peak, started
         with lock:
             active += 1
             peak = max(peak, active)
-        time.sleep(0.005)
+            started += 1
+            first = started <= streams
+        if first:
+            together.wait()
         with lock:
             active -= 1
         return Outcome(received=1)
