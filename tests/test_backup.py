@@ -55,6 +55,8 @@ def test_local_backup_and_restore_of_every_version(tmp_path: Path, method: str) 
     ]
     assert all(r.ok for r in results), [r.errors for r in results]
     assert tree(root) == before  # every version cleaned up, the neighbour untouched
+    # on the local disk the restores read evicted files: nothing to warn about
+    assert not [w for r in results for w in r.warnings if w.code is Code.NO_CACHE_EVICTION]
     steps = [r.step for r in results if r.step is not None]
     backups, restores = steps[:3], steps[3:]
     changes = [versions[1].diff(versions[0]), versions[2].diff(versions[1])]
@@ -252,6 +254,11 @@ def test_sftp_backup_restore_of_an_older_version(ssh_server: Server, method: str
     results = probe.backup_restore(TREE, versions=2, method=method, chunk_size=CHUNK)  # type: ignore[arg-type]
     assert all(r.ok for r in results), [r.errors for r in results]
     assert tree(root) == before
+    # the server's page cache holds what the backups wrote, and no client can evict it
+    for result in results:
+        codes = [w.code for w in result.warnings]
+        assert result.step is not None
+        assert (Code.NO_CACHE_EVICTION in codes) == (result.step.kind == "restore")
     if method == "files":  # the replaced and deleted files were linked into the backup dir
         change = TREE.evolve().diff(TREE)
         assert results[1].requests_by_kind["copy"] == len(change.changed) + len(change.deleted)

@@ -112,7 +112,14 @@ class _Scenario:
             session.evict()
             suspect = session.cache_suspect()
             if suspect is not None:
-                notices = (Notice(code=Code.NO_CACHE_EVICTION, message=suspect),)
+                notices = (
+                    Notice(
+                        code=Code.NO_CACHE_EVICTION,
+                        message=suspect,
+                        fix="for cold reads, restore from a target whose cache you can drop, "
+                        "or back up more than the server's memory holds",
+                    ),
+                )
             held = None if step.held is None else self.versions[step.held]
             self.replay.restore(session, version, held, directory)
             if self.verify:

@@ -34,6 +34,9 @@ from storeprobe.transfer import Clock, Run
 
 __all__ = ["Leftover", "Session"]
 
+#: protocols whose caches the client evicts itself (or that have none to evict)
+_EVICTABLE = frozenset({"file", "local", "memory"})
+
 Backend = AsyncBackend | SyncBackend
 
 
@@ -297,8 +300,19 @@ class Session:
         self.target.backend.after_upload(list(self.written))
 
     def cache_suspect(self) -> str | None:
-        """Why a restore may still be served from a cache here, or None."""
-        return self.target.backend.cache_suspect()
+        """Why a restore may still be served from a cache here, or None: the client's own
+        reason (a platform without page-cache eviction), or, on a remote storage, the
+        server's cache, which no client can evict (memory:// has nothing to evict)."""
+        reason = self.target.backend.cache_suspect()
+        protocol = self.target.protocol
+        if reason is None and protocol not in _EVICTABLE:
+            reason = (
+                f"restores from {protocol}:// read objects the backups just wrote; the "
+                "server's own cache (its page cache, an object store's read cache) may "
+                "still hold them and no client can evict it, so a restore may read faster "
+                "than a cold one"
+            )
+        return reason
 
     def usage(self) -> tuple[int, int]:
         """(objects, bytes) the target holds under the prefix (untimed): objects by name,
