@@ -42,10 +42,11 @@ def open_store(
 ) -> fsspec.AbstractFileSystem:
     """obstore's fsspec store for ``protocol`` (``s3``, ``gs``, ``az``...) and ``config``,
     set up as every measurement needs it: the probe's timeout governs (obstore's own
-    30 s is lifted), 4 retries as botocore's default (obstore alone would retry 10 times
-    for 3 minutes), plain HTTP allowed for an ``http://`` endpoint, and no fsspec
-    instance cache. ``client_options``: more of obstore's (``root_certificate``...);
-    ``extra``: a ``credential_provider``."""
+    30 s is lifted), no retries inside obstore (storeprobe retries each request itself,
+    4 times at most as botocore's default, and counts them: :mod:`.obstore_retries`;
+    obstore alone would retry 10 times for 3 minutes, uncounted), plain HTTP allowed for
+    an ``http://`` endpoint, and no fsspec instance cache. ``client_options``: more of
+    obstore's (``root_certificate``...); ``extra``: a ``credential_provider``."""
     from obstore.fsspec import FsspecStore
 
     options: dict[str, Any] = {"timeout": "86400s", **(client_options or {})}
@@ -57,7 +58,7 @@ def open_store(
         protocol,
         config=config,
         client_options=options,
-        retry_config={"max_retries": 4, "retry_timeout": dt.timedelta(seconds=60)},
+        retry_config={"max_retries": 0, "retry_timeout": dt.timedelta(seconds=60)},
         skip_instance_cache=True,
         **extra,
     )
@@ -76,7 +77,7 @@ class _Cloud(ObstoreBackend):
 
         def exists(bucket: str) -> None:
             store = self.fs._construct_store(bucket)  # built once, before any timed request
-            next(iter(list_objects(store, chunk_size=1)), None)
+            self.retrier.run(lambda: next(iter(list_objects(store, chunk_size=1)), None))
 
         check_bucket(root, exists, self.bucket_word, self.url_form)
 
@@ -85,7 +86,9 @@ class _Cloud(ObstoreBackend):
         found = super().writer(path)
         if found is self:
             return self
-        return type(self)(self.fs, range_fallback=self.range_fallback, conditional=False)
+        return type(self)(
+            self.fs, range_fallback=self.range_fallback, conditional=False, retrier=self.retrier
+        )
 
 
 class ObstoreGCSBackend(_Cloud):
