@@ -15,12 +15,12 @@ storage when ``range_fallback`` can build it.
 obstore sends a single PUT's body only from memory (``use_multipart=False`` reads the
 whole input first), so a staged object is uploaded through its multipart upload, parts
 read from the staged file (one at a time at one stream; see :mod:`storeprobe.planning`).
+A staged object's single GET is streamed: each chunk of ``staging.CHUNK`` bytes is written
+into the staging file as it arrives, and dropped.
+
 obstore's own retries leave no trace, so its stores retry nothing and storeprobe retries
 each request itself, with obstore's policy, counting every retry
 (:mod:`.obstore_retries`; ``Sample.retries``, the ``retried`` notice).
-
-A staged object's single GET is streamed: each chunk of ``staging.CHUNK`` bytes is written
-into the staging file as it arrives, and dropped.
 
 At interpreter exit, :func:`wait_for_foreign_threads` (registered with :mod:`atexit`) lets
 obstore's threads finish handing over results before the interpreter finalizes: without
