@@ -3,10 +3,10 @@
 :class:`~tests.throttle_proxy.ThrottlingProxy` sits in front of a real S3 server
 (``rclone serve s3``) and answers every 12th request with ``503 SlowDown`` (or ``429``).
 Through s3fs botocore retries them and storeprobe counts them by botocore's event;
-through obstore storeprobe retries them itself (:mod:`storeprobe.backends.obstore_retries`)
-and counts them. Either way each Result's ``Sample.retries`` equals the number of timed
-requests the proxy pushed back on, counted on the proxy's side, and carries a
-``retried`` notice.
+through obstore (S3, and Azure in front of Azurite) storeprobe retries them itself
+(:mod:`storeprobe.backends.obstore_retries`) and counts them. Either way each Result's
+``Sample.retries`` equals the number of timed requests the proxy pushed back on, counted
+on the proxy's side, and carries a ``retried`` notice.
 """
 
 from __future__ import annotations
@@ -162,3 +162,23 @@ def test_the_async_wrapper_retries_likewise() -> None:
 
     assert asyncio.run(retrier.wrap(call)()) == Outcome(sent=1)
     assert (len(calls), retrier.retries, clock.slept) == (2, 1, [0.1])
+
+
+def test_obstore_retries_are_counted_on_azure(azure_server: Server) -> None:
+    from tests.servers import azure_connection_string
+
+    proxy = ThrottlingProxy(azure_server.port, every=12, status=503).start()
+    try:
+        options = {"connection_string": azure_connection_string(proxy.port)}
+        probe = Probe.from_url("abfs://bench/retries", options, repeats=1)
+        assert probe.target.client == "obstore"
+
+        result = probe.upload(WORKLOAD)
+        pushed = _timed(proxy, "PUT")
+    finally:
+        proxy.stop()
+
+    assert result.ok, result.errors
+    assert pushed >= 2
+    assert [sample.retries for sample in result.samples] == [pushed]
+    assert Code.RETRIED in {notice.code for notice in result.warnings}
