@@ -12,6 +12,10 @@ does on an endpoint that is not AWS's, and says so.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -241,3 +245,60 @@ def test_which_checksum_mode(
     assert resolved.checksums == expected[0]
     assert resolved.checksums_source.startswith(expected[1])
     assert resolved.checksums_chosen is (expected[1] == "storeprobe's choice")
+
+
+# --- Azure Blob over HTTPS (Azurite --cert --key) ---------------------------------------
+@pytest.fixture(scope="module")
+def azurite_tls(certificates: Certificates) -> Iterator[str]:
+    """A connection string for Azurite over HTTPS, with a container ``bench``."""
+    from azure.storage.blob import BlobServiceClient
+
+    from tests.servers import AZURE_ACCOUNT, AZURE_KEY, azurite
+
+    extra = ("--cert", str(certificates.cert), "--key", str(certificates.key))
+    with azurite(extra) as server:
+        connection = (
+            f"DefaultEndpointsProtocol=https;AccountName={AZURE_ACCOUNT};AccountKey={AZURE_KEY};"
+            f"BlobEndpoint=https://127.0.0.1:{server.port}/{AZURE_ACCOUNT};"
+        )
+        service = BlobServiceClient.from_connection_string(
+            connection, connection_verify=str(certificates.ca)
+        )
+        service.create_container("bench")
+        yield connection
+
+
+@pytest.mark.parametrize("client", ["obstore", "adlfs"])
+def test_azure_with_a_private_ca_in_ssl_cert_file(
+    client: str, azurite_tls: str, certificates: Certificates, tmp_path: Path
+) -> None:
+    # a new process, as a user sets the variable: aiohttp (adlfs) builds its default SSL
+    # context when it is imported, so a variable set later in a process is not read
+    out = tmp_path / "results.json"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "storeprobe", "run", "abfs://bench/tls"),
+            *("--client", client, "--workload", "3x1KiB", "--repeats", "1", "--no-progress"),
+            *("-o", f"connection_string={azurite_tls}", "--json", str(out)),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "SSL_CERT_FILE": str(certificates.ca)},
+        timeout=120,
+    )
+
+    assert done.returncode == 0, done.stderr
+    entries = json.loads(out.read_text())["results"]
+    assert {entry["operation"] for entry in entries} == {"upload", "download"}
+    assert {entry["backend"] for entry in entries} == {client}
+    assert not any(entry["errors"] for entry in entries)
+
+
+def test_azure_without_the_ca_names_the_variable(azurite_tls: str) -> None:
+    probe = Probe.from_url(
+        "abfs://bench/tls", {"connection_string": azurite_tls}, client="obstore", repeats=1
+    )
+
+    with pytest.raises(TargetUnreachableError, match=r"SSL_CERT_FILE=ca\.pem for Azure"):
+        probe.upload(WORKLOAD)

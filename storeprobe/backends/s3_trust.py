@@ -23,6 +23,9 @@ the system's roots (``AWS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt``, common
 managed machines) changes nothing for public endpoints. A bundle is read when the target
 is opened (local I/O, no network); a missing file or one without a PEM certificate is a
 :class:`ConfigurationError` naming where it was set.
+
+Azure Blob through obstore reads ``SSL_CERT_FILE`` alone (:data:`AZURE_CA_VARIABLES`):
+the one variable adlfs (aiohttp) honours.
 """
 
 from __future__ import annotations
@@ -37,16 +40,20 @@ from attrs import field, frozen
 from storeprobe.errors import ConfigurationError
 from storeprobe.notices import Code, Notice
 
-__all__ = ["S3Trust", "resolve_trust"]
+__all__ = ["AZURE_CA_VARIABLES", "CA_VARIABLES", "S3Trust", "resolve_trust"]
 
 #: environment variables naming a CA bundle, in the order they are read
 CA_VARIABLES = ("AWS_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
 _PEM_MARK = "-----BEGIN CERTIFICATE-----"
+#: the variable naming a CA bundle for Azure: adlfs's aiohttp reads it through OpenSSL's
+#: defaults, and storeprobe hands its bundle to obstore's Azure store
+AZURE_CA_VARIABLES = ("SSL_CERT_FILE",)
 #: what a TLS error's message says to do (see :func:`storeprobe.target.translate_error`)
 TLS_FIX = (
     "give the CA that signed the server's certificate with storage option "
-    "client_kwargs={'verify': 'ca.pem'} (or AWS_CA_BUNDLE=ca.pem), or skip verification "
-    "with client_kwargs={'verify': False}"
+    "client_kwargs={'verify': 'ca.pem'} (or AWS_CA_BUNDLE=ca.pem) for s3://, "
+    "SSL_CERT_FILE=ca.pem for Azure; or skip verification on s3:// with "
+    "client_kwargs={'verify': False}"
 )
 
 
@@ -116,10 +123,14 @@ def _bundle(path: str, source: str) -> S3Trust:
 
 
 def resolve_trust(
-    client: Mapping[str, Any], where: str, environ: Mapping[str, str] | None = None
+    client: Mapping[str, Any],
+    where: str,
+    environ: Mapping[str, str] | None = None,
+    variables: tuple[str, ...] = CA_VARIABLES,
 ) -> S3Trust:
     """The trust that ``client`` (s3fs's merged ``client_kwargs``, whose ``verify`` was
-    read from ``where``) and the environment name (see the module docstring)."""
+    read from ``where``) and the environment's ``variables`` name (see the module
+    docstring). For Azure: ``resolve_trust({}, "", variables=AZURE_CA_VARIABLES)``."""
     environ = os.environ if environ is None else environ
     if "verify" in client:
         verify = client["verify"]
@@ -133,7 +144,7 @@ def resolve_trust(
             f"client_kwargs['verify'] must be a path to a PEM CA bundle, True or False, "
             f"not {type(verify).__name__}"
         )
-    for variable in CA_VARIABLES:
+    for variable in variables:
         value = environ.get(variable, "").strip()
         if value:
             return _bundle(value, f"env {variable}")
