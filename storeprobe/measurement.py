@@ -152,6 +152,8 @@ class Measurement:
         notices: list[Notice] = list(layout.notices)
         if target.client_notice is not None:
             notices.append(target.client_notice)
+        if target.s3_endpoint is not None:
+            notices.extend(target.s3_endpoint.notices(target.client))
         strategy = layout.strategy
         if writer is not backend:
             notices.append(_NO_CONDITIONAL_WRITE)

@@ -55,6 +55,11 @@ class Code(enum.StrEnum):
     #: the storage options did not translate to obstore, the default client for the URL:
     #: another client measured (s3fs or adlfs), and the message says which option forced it
     CLIENT_FALLBACK = "client-fallback"
+    #: certificates were not verified (``client_kwargs={"verify": False}``)
+    TLS_UNVERIFIED = "tls-unverified"
+    #: s3fs sent checksums only where S3 requires them, on an endpoint that is not AWS
+    #: (S3-compatible servers refuse botocore's default aws-chunked bodies)
+    CHECKSUMS_WHEN_REQUIRED = "checksums-when-required"
     #: the workers of a distributed probe started their windows far apart
     START_SPREAD = "start-spread"
     #: a worker's clock offset is uncertain by a large part of the window

@@ -29,6 +29,7 @@ from fsspec.registry import known_implementations
 from storeprobe.backends import AsyncBackend, SyncBackend, backend_for
 from storeprobe.backends.choice import choose_client
 from storeprobe.backends.s3_endpoint import S3Endpoint
+from storeprobe.backends.s3_trust import TLS_FIX
 from storeprobe.environment import endpoint_of
 from storeprobe.errors import (
     ConfigurationError,
@@ -383,6 +384,12 @@ def describe_error(exc: BaseException, scrubber: Callable[[str], str]) -> str:
     return f"{type(exc).__name__}: {message}"
 
 
+# a certificate the client did not trust: Python's and botocore's exception classes, and
+# what obstore (reqwest with rustls, which raises a GenericError) writes in its message
+_TLS_NAMES = frozenset({"SSLCertVerificationError", "SSLError", "ClientConnectorCertificateError"})
+_TLS_MARKS = ("InvalidCertificate", "CERTIFICATE_VERIFY_FAILED")
+
+
 def translate_error(
     exc: BaseException, where: str, scrubber: Callable[[str], str]
 ) -> StoreProbeError:
@@ -411,6 +418,10 @@ def translate_error(
         or any(code in message for code in _PERMISSION_CODES)
     ):
         return TargetPermissionError(f"{text}. Check the credentials and their permissions")
+    if names & _TLS_NAMES or any(mark in message for mark in _TLS_MARKS):
+        return TargetUnreachableError(
+            f"{text}. The server's TLS certificate was not trusted: {TLS_FIX}"
+        )
     if (
         isinstance(exc, ConnectionError | TimeoutError | asyncio.TimeoutError)
         or names & _UNREACHABLE_NAMES

@@ -210,8 +210,9 @@ def azure_connection_string(port: int) -> str:
 
 
 @contextlib.contextmanager
-def azurite() -> Iterator[Server]:
-    """Azurite's blob service in memory (npm package, installed in node_modules/)."""
+def azurite(extra: tuple[str, ...] = ()) -> Iterator[Server]:
+    """Azurite's blob service in memory (npm package, installed in node_modules/);
+    ``extra`` arguments (``--cert``, ``--key``: HTTPS, waited for by TCP)."""
     binary = Path(__file__).parent.parent / "node_modules" / ".bin" / "azurite-blob"
     if not binary.exists():
         raise RuntimeError("azurite is not installed: run npm install --no-save azurite")
@@ -228,11 +229,15 @@ def azurite() -> Iterator[Server]:
             "6144",  # MB; deleted blobs' extents are reclaimed lazily
             "--skipApiVersionCheck",
             "--silent",
+            *extra,
         ]
     )
     server = Server(process, port, None)
     try:
-        wait_http(port, process)
+        if "--cert" in extra:
+            wait_tcp(port, process)
+        else:
+            wait_http(port, process)
         yield server
     finally:
         server.stop()

@@ -28,12 +28,14 @@ from storeprobe import (
     UnitError,
     Workload,
 )
+from storeprobe.backends.s3_trust import CA_VARIABLES
 from storeprobe.cli import main
 from storeprobe.cli_output import check_output
 from storeprobe.distributed import cluster
 from tests.conftest import s3_options
 from tests.helpers import tree
 from tests.servers import S3_KEY, S3_SECRET, Server, free_port, rclone_s3
+from tests.tls import make_certificates
 
 DOCS = Path(__file__).parent.parent / "docs" / "bad-input.md"
 
@@ -44,6 +46,7 @@ class Env:
     readonly: str  # endpoint of a read-only S3 server
     tmp: Path
     readonly_dir: Path  # immutable (chattr +i): even root cannot create files in it
+    tls: str  # endpoint of an HTTPS S3 server whose certificate a CA of its own signed
 
 
 @dataclass
@@ -60,8 +63,10 @@ def _s3(env: Env, endpoint: str, url: str = "s3://bench/bad", **kw: Any) -> Prob
     return Probe.from_url(url, s3_options(endpoint), repeats=1, **kw)
 
 
-def _cli_s3(endpoint: str, url: str = "s3://bench/bad", secret: str = S3_SECRET) -> list[str]:
-    client = json.dumps({"endpoint_url": endpoint, "region_name": "us-east-1"})
+def _cli_s3(
+    endpoint: str, url: str = "s3://bench/bad", secret: str = S3_SECRET, **client_kwargs: Any
+) -> list[str]:
+    client = json.dumps({"endpoint_url": endpoint, "region_name": "us-east-1", **client_kwargs})
     return [
         "run",
         url,
@@ -76,6 +81,11 @@ def _cli_s3(endpoint: str, url: str = "s3://bench/bad", secret: str = S3_SECRET)
         "-o",
         f"client_kwargs={client}",
     ]
+
+
+def _verify(endpoint: str, verify: Any) -> dict[str, Any]:
+    options = s3_options(endpoint)
+    return {**options, "client_kwargs": {**options["client_kwargs"], "verify": verify}}
 
 
 def _no_gcsfs(env: Env) -> Any:
@@ -207,6 +217,22 @@ CASES = [
         ConfigurationError,
         "AWS profile 'storeprobe-no-such-profile' (argument profile) is in neither",
         lambda e: [*_cli_s3(e.s3), "-o", "profile=storeprobe-no-such-profile"],
+    ),
+    Case(
+        "CA bundle that does not exist (client_kwargs verify)",
+        lambda e: Probe.from_url("s3://bench/bad", _verify(e.tls, str(e.tmp / "no-ca.pem"))),
+        ConfigurationError,
+        "no-ca.pem' (argument client_kwargs.verify) cannot be read",
+        lambda e: _cli_s3(e.tls, verify=str(e.tmp / "no-ca.pem")),
+    ),
+    Case(
+        "HTTPS server whose certificate no CA given signed",
+        lambda e: _s3(e, e.tls).upload(TINY),
+        TargetUnreachableError,
+        "TLS certificate was not trusted: give the CA that signed the server's certificate "
+        "with storage option client_kwargs={'verify': 'ca.pem'}",
+        lambda e: _cli_s3(e.tls),
+        exit_code=1,
     ),
     Case(
         "S3 key without a secret",
@@ -504,13 +530,31 @@ def readonly_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     subprocess.run(["chattr", "-i", str(path)], check=True)
 
 
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    certificates = make_certificates(tmp_path_factory.mktemp("ca"))
+    extra = ("--cert", str(certificates.cert), "--key", str(certificates.key))
+    with rclone_s3(tmp_path_factory.mktemp("tls"), extra=extra) as server:
+        yield server
+
+
 @pytest.fixture
-def env(s3_server: Server, readonly_server: Server, tmp_path: Path, readonly_dir: Path) -> Env:
+def env(
+    s3_server: Server,
+    readonly_server: Server,
+    tls_server: Server,
+    tmp_path: Path,
+    readonly_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Env:
+    for name in CA_VARIABLES:  # this machine's, naming its system bundle
+        monkeypatch.delenv(name, raising=False)
     return Env(
         s3=s3_server.endpoint,
         readonly=readonly_server.endpoint,
         tmp=tmp_path,
         readonly_dir=readonly_dir,
+        tls=f"https://127.0.0.1:{tls_server.port}",
     )
 
 

@@ -67,10 +67,8 @@ def test_intermittent_503s_are_retried_and_counted(
     assert tree(s3_bucket_dir) == before
 
 
-def test_obstore_retries_503s_but_cannot_count_them(
-    proxy: CountingProxy, s3_bucket_dir: Path
-) -> None:
-    # obstore retries inside Rust: the run succeeds, and the count is unknown (None), not 0
+def test_obstore_503s_are_retried_and_counted(proxy: CountingProxy, s3_bucket_dir: Path) -> None:
+    # obstore's stores retry nothing; storeprobe retries each refused request and counts it
     before = tree(s3_bucket_dir)
     probe = Probe.from_url(
         "s3://bench/faults", s3_options(f"http://127.0.0.1:{proxy.port}"), repeats=1
@@ -81,7 +79,10 @@ def test_obstore_retries_503s_but_cannot_count_them(
     proxy.fail_when = None
     assert result.ok, result.errors
     assert proxy.methods.count("PUT") > SMALL.count  # the refused PUTs were sent again
-    assert [sample.retries for sample in result.samples] == [None]
+    refused = sum(1 for n in range(1, proxy.requests + 1) if n % 10 == 5)
+    assert result.samples[0].retries is not None
+    assert 1 <= result.samples[0].retries <= refused
+    assert any(warning.code is Code.RETRIED for warning in result.warnings)
     assert tree(s3_bucket_dir) == before
 
 

@@ -22,6 +22,9 @@ obstore's), ``version_aware``, ``location_mode``... obstore is the default becau
 moved small blobs faster than adlfs against Azurite at one stream and at four
 (``benchmarks/gcs_azure_clients.py``; figures in ``docs/backends.md``).
 
+An ``https://`` endpoint signed by a private CA: ``SSL_CERT_FILE=ca.pem``, which adlfs
+(aiohttp) honours and storeprobe hands to obstore as ``root_certificate``.
+
 A split upload through obstore is its own block upload: ``Put Block`` × N with
 ``max_concurrency=streams``, then ``Put Block List`` (create-only: ``If-None-Match: *``).
 """
@@ -33,6 +36,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from storeprobe.backends.obstore_stores import ObstoreAzureBackend, open_store
+from storeprobe.backends.s3_trust import AZURE_CA_VARIABLES, resolve_trust
 from storeprobe.errors import ConfigurationError, MissingDependencyError
 
 __all__ = ["AZURE_CLIENTS", "choose_azure", "translate_adlfs"]
@@ -151,5 +155,8 @@ def choose_azure(
                 "account_key or sas_token"
             )
         return None, reason
-    backend = ObstoreAzureBackend(open_store(protocol, config))
+    trust = resolve_trust({}, "", variables=AZURE_CA_VARIABLES)  # as adlfs's aiohttp reads it
+    backend = ObstoreAzureBackend(
+        open_store(protocol, config, client_options=trust.obstore_options)
+    )
     return backend, "client='obstore' was asked" if client == "obstore" else "the default"

@@ -18,6 +18,10 @@ read from the staged file (one at a time at one stream; see :mod:`storeprobe.pla
 A staged object's single GET is streamed: each chunk of ``staging.CHUNK`` bytes is written
 into the staging file as it arrives, and dropped.
 
+obstore's own retries leave no trace, so its stores retry nothing and storeprobe retries
+each request itself, with obstore's policy, counting every retry
+(:mod:`.obstore_retries`; ``Sample.retries``, the ``retried`` notice).
+
 At interpreter exit, :func:`wait_for_foreign_threads` (registered with :mod:`atexit`) lets
 obstore's threads finish handing over results before the interpreter finalizes: without
 it a short script ends with SIGABRT now and then, after all its work is done.
@@ -30,13 +34,15 @@ import math
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import attrs
 import fsspec
 
 from storeprobe.backends.base import (
     AsyncBackend,
+    AsyncBound,
     Backend,
     Capabilities,
     Classified,
@@ -44,6 +50,7 @@ from storeprobe.backends.base import (
     check_bucket,
 )
 from storeprobe.backends.fsspec import unsupported
+from storeprobe.backends.obstore_retries import Retrier
 from storeprobe.errors import TargetNotFoundError, TargetPermissionError
 from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request, StagedFile
 from storeprobe.staging import CHUNK, Staging
@@ -75,6 +82,7 @@ class ObstoreBackend(AsyncBackend):
         max_single_put=5 * GiB,
         confirms_size=True,
         lands_in_file=True,
+        counts_retries=True,
     )
 
     def __init__(
@@ -83,13 +91,36 @@ class ObstoreBackend(AsyncBackend):
         *,
         range_fallback: Callable[[], AsyncBackend] | None = None,
         conditional: bool = True,
+        retrier: Retrier | None = None,
     ) -> None:
         super().__init__(fs)
+        #: retries every request (obstore's stores retry nothing) and counts the retries
+        self.retrier = Retrier() if retrier is None else retrier
         #: puts are create-only (``mode="create"``: If-None-Match); see :meth:`writer`
         self.conditional = conditional
         #: builds an s3fs backend for the same storage, for servers whose ranged GETs
         #: obstore refuses (None: no fallback)
         self.range_fallback = range_fallback
+
+    def retries_seen(self) -> int | None:
+        return self.retrier.retries
+
+    def bind(
+        self,
+        phases: Sequence[Sequence[Request]],
+        bodies: Sequence[Body | None],
+        landings: Sequence[Landing],
+        clock: Clock,
+    ) -> AsyncBound:
+        """The jobs of :meth:`job`, each retried by :attr:`retrier`."""
+        bound = super().bind(phases, bodies, landings, clock)
+        wrap = self.retrier.wrap
+        return attrs.evolve(
+            bound,
+            phases=tuple(
+                tuple(job._replace(call=wrap(job.call)) for job in phase) for phase in bound.phases
+            ),
+        )
 
     def _store(self, path: str) -> tuple[Any, str]:
         bucket, key = self.fs._split_path(path)
@@ -100,7 +131,7 @@ class ObstoreBackend(AsyncBackend):
 
         def exists(bucket: str) -> None:
             store = self.fs._construct_store(bucket)  # built once, before any timed request
-            next(iter(list_objects(store, chunk_size=1)), None)
+            self.retrier.run(lambda: next(iter(list_objects(store, chunk_size=1)), None))
 
         check_bucket(root, exists, "bucket", "s3://BUCKET[/PREFIX]")
 
@@ -130,13 +161,18 @@ class ObstoreBackend(AsyncBackend):
 
         store, key = self._store(path)
         try:
-            put(store, key, b"", mode="create")
+            self.retrier.run(lambda: put(store, key, b"", mode="create"))
         except Exception as exc:
             text = str(exc)
             if "NotImplemented" not in text and "501" not in text:
                 raise
-            return ObstoreBackend(self.fs, range_fallback=self.range_fallback, conditional=False)
-        delete(store, key)
+            return ObstoreBackend(
+                self.fs,
+                range_fallback=self.range_fallback,
+                conditional=False,
+                retrier=self.retrier,
+            )
+        self.retrier.run(lambda: delete(store, key))
         return self
 
     def range_reader(self, path: str) -> AsyncBackend:
@@ -146,7 +182,7 @@ class ObstoreBackend(AsyncBackend):
         from obstore import get_range
 
         try:
-            get_range(store, key, start=0, end=1)
+            self.retrier.run(lambda: get_range(store, key, start=0, end=1))
         except Exception as exc:
             if "non-partial response" not in str(exc):
                 raise

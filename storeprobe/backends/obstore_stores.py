@@ -18,6 +18,7 @@ Azure) and read ranges with ranged GETs.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -32,24 +33,32 @@ from storeprobe.units import MiB
 __all__ = ["ObstoreAzureBackend", "ObstoreGCSBackend", "open_store"]
 
 
-def open_store(protocol: str, config: dict[str, Any], **extra: Any) -> fsspec.AbstractFileSystem:
+def open_store(
+    protocol: str,
+    config: dict[str, Any],
+    *,
+    client_options: Mapping[str, Any] | None = None,
+    **extra: Any,
+) -> fsspec.AbstractFileSystem:
     """obstore's fsspec store for ``protocol`` (``s3``, ``gs``, ``az``...) and ``config``,
     set up as every measurement needs it: the probe's timeout governs (obstore's own
-    30 s is lifted), 4 retries as botocore's default (obstore alone would retry 10 times
-    for 3 minutes), plain HTTP allowed for an ``http://`` endpoint, and no fsspec
-    instance cache. ``extra``: a ``credential_provider``."""
+    30 s is lifted), no retries inside obstore (storeprobe retries each request itself,
+    4 times at most as botocore's default, and counts them: :mod:`.obstore_retries`;
+    obstore alone would retry 10 times for 3 minutes, uncounted), plain HTTP allowed for
+    an ``http://`` endpoint, and no fsspec instance cache. ``client_options``: more of
+    obstore's (``root_certificate``...); ``extra``: a ``credential_provider``."""
     from obstore.fsspec import FsspecStore
 
-    client_options: dict[str, Any] = {"timeout": "86400s"}
+    options: dict[str, Any] = {"timeout": "86400s", **(client_options or {})}
     endpoint = config.get("endpoint") or config.get("base_url") or ""
     if str(endpoint).startswith("http://"):
-        client_options["allow_http"] = True
+        options["allow_http"] = True
     store_class: Any = FsspecStore  # its overloads do not know fsspec's instance-cache switch
     fs: fsspec.AbstractFileSystem = store_class(
         protocol,
         config=config,
-        client_options=client_options,
-        retry_config={"max_retries": 4, "retry_timeout": dt.timedelta(seconds=60)},
+        client_options=options,
+        retry_config={"max_retries": 0, "retry_timeout": dt.timedelta(seconds=60)},
         skip_instance_cache=True,
         **extra,
     )
@@ -68,7 +77,7 @@ class _Cloud(ObstoreBackend):
 
         def exists(bucket: str) -> None:
             store = self.fs._construct_store(bucket)  # built once, before any timed request
-            next(iter(list_objects(store, chunk_size=1)), None)
+            self.retrier.run(lambda: next(iter(list_objects(store, chunk_size=1)), None))
 
         check_bucket(root, exists, self.bucket_word, self.url_form)
 
@@ -77,7 +86,9 @@ class _Cloud(ObstoreBackend):
         found = super().writer(path)
         if found is self:
             return self
-        return type(self)(self.fs, range_fallback=self.range_fallback, conditional=False)
+        return type(self)(
+            self.fs, range_fallback=self.range_fallback, conditional=False, retrier=self.retrier
+        )
 
 
 class ObstoreGCSBackend(_Cloud):

@@ -9,6 +9,9 @@ options, fsspec's configuration, the environment, the AWS profile) and handed to
 client that measures, obstore or s3fs, so both send every request to the same endpoint.
 With ``client="auto"`` obstore measures when it is installed and can honour them all:
 
+- trust: ``client_kwargs={"verify": "ca.pem" | False}`` or a CA bundle variable, handed
+  to obstore as ``root_certificate`` or ``allow_invalid_certificates``
+  (:mod:`.s3_trust`);
 - credentials: explicit ``key`` and ``secret`` (and ``token``), or ``anon=True``, or
   else botocore's credential chain (environment, ``~/.aws`` files and ``profile``,
   SSO, instance roles) resolved when the first request is signed, as s3fs would;
@@ -38,7 +41,7 @@ from fsspec.core import url_to_fs
 from storeprobe.backends.base import AsyncBackend
 from storeprobe.backends.obstore import ObstoreBackend
 from storeprobe.backends.obstore_stores import open_store
-from storeprobe.backends.s3_endpoint import S3Endpoint, fsspec_defaults
+from storeprobe.backends.s3_endpoint import CHECKSUM_SETTINGS, S3Endpoint, fsspec_defaults
 from storeprobe.backends.s3fs import S3Backend
 from storeprobe.errors import ConfigurationError, MissingDependencyError
 
@@ -106,7 +109,7 @@ def _translate(
             continue
         if name == "client_kwargs" and isinstance(value, Mapping):
             for inner in value:
-                if inner not in ("endpoint_url", "region_name"):
+                if inner not in ("endpoint_url", "region_name", "verify"):
                     return {}, None, f"client_kwargs[{inner!r}] has no obstore equivalent"
             continue
         return {}, None, f"storage option {name!r} has no obstore equivalent"
@@ -179,7 +182,7 @@ def open_obstore(
             )
         return None
     extra: dict[str, Any] = {} if provider is None else {"credential_provider": provider}
-    fs = open_store("s3", config, **extra)
+    fs = open_store("s3", config, client_options=endpoint.trust.obstore_options, **extra)
     fallback: Callable[[], AsyncBackend] | None = None
     if importlib.util.find_spec("s3fs") is not None:
         fallback = functools.partial(s3fs_backend, s3fs_options(options, endpoint))
@@ -187,10 +190,13 @@ def open_obstore(
 
 
 def s3fs_options(options: Mapping[str, Any], endpoint: S3Endpoint) -> dict[str, Any]:
-    """s3fs's storage options for ``options`` with ``endpoint``'s endpoint and region
-    given explicitly (``client_kwargs``), so s3fs sends its requests where obstore
-    would: botocore alone would not read ``AWS_REGION``, nor fsspec's configuration
-    where ``client_kwargs`` are given."""
+    """s3fs's storage options for ``options`` with ``endpoint``'s endpoint, region and CA
+    bundle given explicitly (``client_kwargs``), so s3fs sends its requests where obstore
+    would and trusts what it trusts: botocore alone would not read ``AWS_REGION``,
+    ``REQUESTS_CA_BUNDLE`` or ``SSL_CERT_FILE``, nor fsspec's configuration where
+    ``client_kwargs`` are given. On an endpoint that is not AWS's, with no checksum mode
+    set anywhere, ``config_kwargs`` get ``when_required`` checksums (see
+    :mod:`.s3_endpoint`)."""
     merged = {**fsspec_defaults(), **options}
     raw = merged.get("client_kwargs")
     client = dict(raw) if isinstance(raw, Mapping) else {}
@@ -201,8 +207,16 @@ def s3fs_options(options: Mapping[str, Any], endpoint: S3Endpoint) -> dict[str, 
             handed["endpoint_url"] = endpoint.endpoint_url
     if endpoint.region is not None:
         client["region_name"] = endpoint.region
+    if (verify := endpoint.trust.s3fs_verify) is not None:
+        client["verify"] = verify  # the bundle obstore trusts, wherever it was named
     if client:
         handed["client_kwargs"] = client
+    if endpoint.checksums_chosen:
+        raw_config = merged.get("config_kwargs")
+        config = dict(raw_config) if isinstance(raw_config, Mapping) else {}
+        for name in CHECKSUM_SETTINGS:
+            config.setdefault(name, endpoint.checksums)
+        handed["config_kwargs"] = config
     return handed
 
 

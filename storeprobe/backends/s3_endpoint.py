@@ -24,6 +24,16 @@ fsspec's config files when fsspec is imported; given options win, key by key).
   order), else ``default``; its settings are read from ``AWS_CONFIG_FILE`` and
   ``AWS_SHARED_CREDENTIALS_FILE`` (``~/.aws/config`` and ``~/.aws/credentials``) through
   botocore's own session. A profile named but not found is a :class:`ConfigurationError`.
+- **trust** (``https://`` endpoints): ``client_kwargs.verify``, then ``AWS_CA_BUNDLE``,
+  ``REQUESTS_CA_BUNDLE``, ``SSL_CERT_FILE`` (:mod:`.s3_trust`).
+- **checksums** (s3fs's request bodies): ``config_kwargs.request_checksum_calculation``,
+  then ``AWS_REQUEST_CHECKSUM_CALCULATION``, then the profile's
+  ``request_checksum_calculation``; else ``when_required`` on an endpoint that is not
+  AWS's (``*.amazonaws.com``), chosen by storeprobe, because current botocore sends every
+  body as aws-chunked with a trailing CRC checksum by default, which S3-compatible
+  servers (``rclone serve s3`` over HTTPS, several products) refuse with
+  ``MissingContentLength``; and botocore's own ``when_supported`` on AWS. obstore sends
+  no checksum unless told to, so the mode concerns s3fs only.
 - **credentials**: ``anon=True``; else ``key`` and ``secret`` (and ``token``); else
   botocore's credential chain (environment, the profile, SSO, roles), read when the first
   request is signed, never here: resolving does no network I/O.
@@ -35,15 +45,25 @@ import importlib.util
 import os
 from collections.abc import Mapping
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import fsspec.config
 from attrs import field, frozen
 
+from storeprobe.backends.s3_trust import S3Trust, resolve_trust
 from storeprobe.environment import endpoint_address
 from storeprobe.errors import ConfigurationError
+from storeprobe.notices import Code, Notice
 from storeprobe.redaction import redact_url
 
-__all__ = ["CredentialKind", "S3Credentials", "S3Endpoint", "fsspec_defaults", "resolve_s3"]
+__all__ = [
+    "CHECKSUM_SETTINGS",
+    "CredentialKind",
+    "S3Credentials",
+    "S3Endpoint",
+    "fsspec_defaults",
+    "resolve_s3",
+]
 
 #: how requests are signed: with keys given as options, unsigned, or with what botocore's
 #: credential chain finds when the first request is signed
@@ -51,6 +71,10 @@ CredentialKind = Literal["static", "anonymous", "chain"]
 # the fsspec protocols whose configuration s3fs takes (its ``protocol`` tuple)
 _FSSPEC_PROTOCOLS = ("s3", "s3a")
 _TRUE = frozenset({"true", "1", "yes"})
+#: botocore's checksum settings (config_kwargs names), set together by storeprobe
+CHECKSUM_SETTINGS = ("request_checksum_calculation", "response_checksum_validation")
+#: storeprobe's checksum mode for an endpoint that is not AWS's
+_WHEN_REQUIRED = "when_required"
 # botocore settings (and their variables) that send requests to another AWS endpoint, and
 # those of a profile's ``s3`` section
 _BOTOCORE_SETTINGS = (
@@ -106,6 +130,35 @@ class S3Endpoint:
     #: FIPS, dual-stack or accelerated AWS endpoints, virtual-hosted addressing on a
     #: custom endpoint
     botocore_only: tuple[str, ...] = ()
+    #: the certificates an ``https://`` endpoint is checked against (:mod:`.s3_trust`)
+    trust: S3Trust = field(factory=S3Trust)
+    #: botocore's ``request_checksum_calculation`` s3fs measures with (``when_supported``:
+    #: a checksum on every body; ``when_required``: only where S3 requires one) and why
+    checksums: str = "when_supported"
+    checksums_source: str = "botocore's default"
+
+    @property
+    def checksums_chosen(self) -> bool:
+        """True when storeprobe chose ``when_required`` (nobody set a mode, and the
+        endpoint is not AWS's): s3fs is handed it in ``config_kwargs``."""
+        return self.checksums_source.startswith("storeprobe")
+
+    def notices(self, client: str) -> tuple[Notice, ...]:
+        """What every Result measured through ``client`` says about this endpoint: a
+        ``tls-unverified`` warning, and for s3fs the checksum mode storeprobe chose."""
+        found = [] if self.trust.notice is None else [self.trust.notice]
+        if client == "s3fs" and self.checksums_chosen:
+            found.append(
+                Notice(
+                    code=Code.CHECKSUMS_WHEN_REQUIRED,
+                    message=f"s3fs sent checksums only where S3 requires them "
+                    f"(request_checksum_calculation='{self.checksums}'): "
+                    f"{self.checksums_source}",
+                    fix="to measure botocore's default, pass config_kwargs="
+                    "{'request_checksum_calculation': 'when_supported'}",
+                )
+            )
+        return tuple(found)
 
     def __repr__(self) -> str:
         return (
@@ -143,7 +196,8 @@ class S3Endpoint:
         region = self.region or "none (the client's default)"
         return (
             f"{self.shown} ({self.endpoint_source}), region {region} ({self.region_source}), "
-            f"credentials: {self.credentials.source}"
+            f"credentials: {self.credentials.source}, TLS: {self.trust.describe()}, "
+            f"checksums: {self.checksums} ({self.checksums_source})"
         )
 
 
@@ -268,7 +322,12 @@ def resolve_s3(options: Mapping[str, Any]) -> S3Endpoint:
             if (region := _text(profile.scoped.get("region"))) is not None:
                 region_source = where
 
+    verify_source = _option_source("client_kwargs.verify", options, environ)
+    checksums, checksums_source = _checksums(merged, options, environ, profile, endpoint)
     return S3Endpoint(
+        trust=resolve_trust(client, verify_source),
+        checksums=checksums,
+        checksums_source=checksums_source,
         botocore_only=_botocore_only(profile.settings, endpoint),
         endpoint_url=endpoint,
         endpoint_source=endpoint_source,
@@ -278,6 +337,32 @@ def resolve_s3(options: Mapping[str, Any]) -> S3Endpoint:
         profile=profile.name,
         profile_source=profile.source,
         unread_endpoint=unread,
+    )
+
+
+def _checksums(
+    merged: Mapping[str, Any],
+    given: Mapping[str, Any],
+    environ: Mapping[str, str],
+    profile: _Profile,
+    endpoint: str | None,
+) -> tuple[str, str]:
+    """botocore's request checksum mode for s3fs, and why (see the module docstring)."""
+    name = CHECKSUM_SETTINGS[0]
+    config_kwargs = merged.get("config_kwargs")
+    if isinstance(config_kwargs, Mapping) and (found := _text(config_kwargs.get(name))):
+        return found, _option_source(f"config_kwargs.{name}", given, environ)
+    variable = f"AWS_{name.upper()}"
+    if found := _text(environ.get(variable)):
+        return found, f"env {variable}"
+    if found := _text(profile.scoped.get(name)):
+        return found, f"profile {profile.name}"
+    host = (urlsplit(endpoint).hostname or "") if endpoint is not None else ""
+    if endpoint is None or host.endswith(".amazonaws.com"):
+        return "when_supported", "botocore's default, on AWS"
+    return _WHEN_REQUIRED, (
+        "storeprobe's choice for an endpoint that is not AWS's, as S3-compatible servers "
+        "refuse botocore's default aws-chunked bodies with trailing checksums"
     )
 
 

@@ -1,0 +1,140 @@
+"""obstore's retries, made by storeprobe so each one is counted.
+
+obstore retries inside Rust (object_store's ``RetryExt``) and tells Python nothing about
+a retry that ended in success: no hook, no counter, no log record (obstore 0.12 exposes
+only ``retry_config``). A request the server pushed back on (``503 SlowDown``, ``429``)
+and obstore retried left no trace in a Result, where s3fs's are counted through
+botocore's ``needs-retry`` event. So storeprobe's stores are opened with
+``retry_config={"max_retries": 0}`` and :class:`Retrier` retries, with the policy
+obstore would have applied as storeprobe configured it before (:class:`RetryPolicy`: at
+most 4 retries, as botocore's default; none once 60 s have passed since the first
+attempt; object_store's backoff: 100 ms first, then a random delay between 100 ms and
+twice the previous, at most 15 s), and counts every retry.
+
+Retried, as object_store retries them: answers with status 5xx or 429, and requests that
+failed before an answer (``error sending request``: a refused or dropped connection),
+except a TLS certificate the client did not trust, which no retry mends. obstore says
+which only in its error's text (one ``GenericError`` class for all of them), so the
+status is read from that text (``non-2xx status code: 503``).
+
+One difference remains: a multipart upload obstore splits by itself
+(``use_multipart=True``) fails whole when one part is refused, and is retried whole
+(every part sent again), where obstore would have retried that part alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from attrs import define, field, frozen
+
+from storeprobe.request import AsyncCall, Outcome
+
+__all__ = ["Retrier", "RetryPolicy", "retryable"]
+
+_T = TypeVar("_T")
+_STATUS = re.compile(r"non-2xx status code: (\d{3})")
+#: obstore's text for a request that failed before any answer
+_NO_ANSWER = "error sending request"
+#: a certificate not trusted (rustls's error names): retrying cannot help
+_TLS_MARKS = ("InvalidCertificate", "CERTIFICATE_VERIFY_FAILED")
+
+
+@frozen(kw_only=True)
+class RetryPolicy:
+    """How often and how long a failed obstore request is retried (see the module)."""
+
+    max_retries: int = 4
+    #: seconds since the first attempt after which no retry starts
+    retry_timeout_s: float = 60.0
+    initial_backoff_s: float = 0.1
+    max_backoff_s: float = 15.0
+    base: float = 2.0
+
+
+def _status(exc: BaseException) -> int | None:
+    found = _STATUS.search(str(exc))
+    return int(found.group(1)) if found else None
+
+
+def retryable(exc: BaseException) -> bool:
+    """True for an obstore error object_store would retry: a 5xx or 429 answer, or no
+    answer at all (but not an untrusted certificate)."""
+    if type(exc).__module__.split(".", 1)[0] != "obstore":
+        return False
+    status = _status(exc)
+    if status is not None:
+        return status >= 500 or status == 429
+    text = str(exc)
+    return _NO_ANSWER in text and not any(mark in text for mark in _TLS_MARKS)
+
+
+@define
+class Retrier:
+    """Retries obstore requests by :class:`RetryPolicy` and counts each retry
+    (:attr:`retries`: a running total, read before and after each window).
+
+    ``sleep``, ``async_sleep``, ``monotonic`` and ``uniform`` are injectable for tests."""
+
+    policy: RetryPolicy = field(factory=RetryPolicy)
+    retries: int = 0
+    sleep: Callable[[float], None] = time.sleep
+    async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    monotonic: Callable[[], float] = time.monotonic
+    uniform: Callable[[float, float], float] = random.uniform
+
+    def _delays(self) -> Callable[[float, BaseException], float | None]:
+        """A fresh backoff: called after each failure, the delay before the next
+        attempt, or None when the failure is final."""
+        policy = self.policy
+        state = {"attempt": 0, "next": policy.initial_backoff_s}
+
+        def next_delay(started: float, exc: BaseException) -> float | None:
+            if not retryable(exc) or state["attempt"] >= policy.max_retries:
+                return None
+            if self.monotonic() - started >= policy.retry_timeout_s:
+                return None
+            state["attempt"] += 1
+            delay = state["next"]
+            upper = max(policy.initial_backoff_s, delay * policy.base)
+            drawn = self.uniform(policy.initial_backoff_s, upper)
+            state["next"] = min(policy.max_backoff_s, drawn)
+            self.retries += 1
+            return delay
+
+        return next_delay
+
+    def wrap(self, call: AsyncCall) -> AsyncCall:
+        """``call``, retried (each retry counted)."""
+
+        async def retried() -> Outcome:
+            next_delay = self._delays()
+            started = self.monotonic()
+            while True:
+                try:
+                    return await call()
+                except Exception as exc:
+                    delay = next_delay(started, exc)
+                    if delay is None:
+                        raise
+                await self.async_sleep(delay)
+
+        return retried
+
+    def run(self, call: Callable[[], _T]) -> _T:
+        """``call()`` (an untimed request), retried likewise."""
+        next_delay = self._delays()
+        started = self.monotonic()
+        while True:
+            try:
+                return call()
+            except Exception as exc:
+                delay = next_delay(started, exc)
+                if delay is None:
+                    raise
+            self.sleep(delay)

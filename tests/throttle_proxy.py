@@ -1,0 +1,71 @@
+"""An HTTP proxy in front of a real S3 server that pushes back on every Nth request.
+
+:class:`ThrottlingProxy` is a :class:`~tests.http_proxy.CountingProxy` (bytes forwarded
+verbatim to the real server, keep-alive kept) that answers every ``every``-th request
+itself, as S3 answers throttled requests: ``503 SlowDown`` (or ``429``) with an S3 error
+body, after reading the request's body, on a connection kept open. ``pushed_back``
+records the method and path of each request it answered so; every other request reaches
+the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.http_proxy import CountingProxy, _headers, _pump_body
+
+__all__ = ["ThrottlingProxy"]
+
+_REASONS = {503: (b"Service Unavailable", b"SlowDown"), 429: (b"Too Many Requests", b"SlowDown")}
+
+
+class _Sink:
+    """A writer that drops what it is given (the body of a request answered here)."""
+
+    def write(self, data: bytes) -> None:
+        return None
+
+    async def drain(self) -> None:
+        return None
+
+
+class ThrottlingProxy(CountingProxy):
+    """Forward to ``upstream_port``; answer every ``every``-th request with ``status``."""
+
+    def __init__(self, upstream_port: int, every: int = 12, status: int = 503) -> None:
+        super().__init__(upstream_port)
+        self.every = every
+        self.status = status
+        #: (method, path) of each request answered with ``status``, in order
+        self.pushed_back: list[tuple[str, str]] = []
+        self._seen = 0
+
+    async def _exchange(
+        self,
+        head: bytes,
+        client_r: asyncio.StreamReader,
+        client_w: asyncio.StreamWriter,
+        up_r: asyncio.StreamReader,
+        up_w: asyncio.StreamWriter,
+    ) -> None:
+        self._seen += 1
+        if self.every <= 0 or self._seen % self.every:
+            await super()._exchange(head, client_r, client_w, up_r, up_w)
+            return
+        method, path = (part.decode("latin-1") for part in head.split(b" ", 2)[:2])
+        headers = _headers(head)
+        if "100-continue" in headers.get("expect", "").lower():
+            client_w.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            await client_w.drain()
+        await _pump_body(headers, client_r, _Sink())  # type: ignore[arg-type]
+        self.pushed_back.append((method, path))
+        reason, code = _REASONS[self.status]
+        body = (
+            b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>%s</Code>"
+            b"<Message>Please reduce your request rate.</Message></Error>" % code
+        )
+        client_w.write(
+            b"HTTP/1.1 %d %s\r\nContent-Type: application/xml\r\nContent-Length: %d\r\n\r\n%s"
+            % (self.status, reason, len(body), body)
+        )
+        await client_w.drain()
