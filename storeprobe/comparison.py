@@ -354,6 +354,8 @@ def _group(results: Iterable[Result]) -> tuple[dict[ProbeIdentity, list[list[flo
 
 def _level(runs: list[list[float]]) -> float | None:
     medians = [float(np.median(run)) for run in runs if run]
+    if len(set(medians)) == 1:  # one run, or runs alike: exactly their median
+        return medians[0]
     if not medians or min(medians) <= 0:
         return float(np.median(medians)) if medians else None
     return math.exp(float(np.mean(np.log(medians))))

@@ -21,6 +21,7 @@ This module computes from numbers and numpy arrays only: it never imports
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Sequence
@@ -239,6 +240,7 @@ def _student_t_cdf(t: float, df: float) -> float:
     return 1 - tail if t > 0 else tail
 
 
+@functools.lru_cache(maxsize=4096)
 def student_t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile of Student's t with ``df`` degrees of freedom (bisection on
     the exact CDF, to 1e-12; numpy has no t distribution and scipy is no dependency)."""
