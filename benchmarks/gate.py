@@ -27,11 +27,12 @@ For contrast, the old rule (bootstrap of one base run's repeats against the new 
 1 − T) is applied to the same runs, with the latest A run as its base.
 
 Pairs overlap (a rolling window), so they are not independent: read the rates with
-their counts. The full run (about 20 minutes on 2 idle cores):
+their counts. The full run is the defaults (40 pairs per storage, 5 base runs, 3
+repeats of 32 × 16 KiB; about 20 minutes, most of it S3 behind the proxies):
 
-    python benchmarks/gate.py --pairs 40 --history 5 --repeats 3
+    python benchmarks/gate.py
 
-A reduced run: ``--pairs 20 --storages s3`` or ``--levels 0.2``.
+The reduced run of 2026-12-01 (docs/regressions.md) was ``--pairs 20``.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -167,7 +167,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=40, help="A/A (and A/B) pairs per storage")
     parser.add_argument("--history", type=int, default=5, help="base runs in each comparison")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--workload", default="64x16KiB")
+    parser.add_argument("--workload", default="32x16KiB")
     parser.add_argument("--threshold", type=float, default=0.05, help="--fail-slower (fraction)")
     parser.add_argument(
         "--levels", type=float, nargs="*", default=[0.1, 0.2, 0.4], help="slowdowns for A/B"
@@ -210,10 +210,9 @@ def main() -> None:
                     t0 = per_object_seconds(a_probes, workload, 3)
                     b_probes: dict[str, dict[str, Probe]] = {}
                     for x in args.levels:
-                        make: Callable[[str], Probe] = lambda op, x=x: through(  # noqa: E731
-                            base_delay + t0[op] * x / (1 - x) / 2
-                        )
-                        b_probes[f"B {x:.0%} slower"] = {op: make(op) for op in OPERATIONS}
+                        b_probes[f"B {x:.0%} slower"] = {
+                            op: through(base_delay + t0[op] * x / (1 - x) / 2) for op in OPERATIONS
+                        }
                     print(
                         "per-object seconds through the proxy (A): "
                         + ", ".join(f"{op} {t0[op] * 1e3:.3f} ms" for op in OPERATIONS)
