@@ -79,12 +79,15 @@ class Tally:
         self.verdicts: dict[tuple[str, str, str], list[str]] = defaultdict(list)
         self.gate: dict[tuple[str, str], list[bool]] = defaultdict(list)
         self.old: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
+        self.spreads: dict[tuple[str, str], list[float]] = defaultdict(list)
 
     def add(self, storage: str, case: str, history: list[Run], new: Run, threshold: float) -> None:
         base = [run[operation] for run in history for operation in OPERATIONS]
         report = compare_results(base, list(new.values()), fail_slower=threshold)
         for row in report.rows:
             self.verdicts[storage, case, row.identity.operation].append(row.verdict)
+            if row.run_spread is not None:
+                self.spreads[storage, row.identity.operation].append(row.run_spread)
         self.gate[storage, case].append(report.failed)
         for operation in OPERATIONS:
             old = compare(repeat_figures(new[operation]), repeat_figures(history[-1][operation]))
@@ -153,6 +156,13 @@ def report(tally: Tally, realized: dict[tuple[str, str, str], tuple[float, float
         lines.append(
             f"| {storage} | {case} | {shown} | {rate(tally.gate[storage, case])} | "
             f"{cells[0]} | {cells[1]} | {old} |"
+        )
+    lines.append("")
+    for (storage, operation), spreads in tally.spreads.items():
+        lines.append(
+            f"{storage}, {operation}: run-to-run spread (sd of log run medians) median "
+            f"{statistics.median(spreads):.1%}, range {min(spreads):.1%}–{max(spreads):.1%} "
+            f"over {len(spreads)} comparisons"
         )
     return "\n".join(lines)
 
