@@ -22,6 +22,11 @@ repeats, one stream, in this process.
   slowdown realized (1 − B's level ÷ A's over all runs) is
   printed beside the nominal one. A probe is detected when its verdict is "slower".
 
+**Interleaved** (``--interleaved w``, 5): the same runs judged as an A/B job that runs
+base and new alternately would be: the last w A runs against the w B runs made right
+after each of them (m = w new runs, so drift between steps hits both sides), and for
+A/A the even A runs of the last 2w against the odd ones.
+
 For contrast, the old rule (bootstrap of one base run's repeats against the new run's,
 ``storeprobe.stats.compare``, regressed when the ratio and the interval's top are below
 1 − T) is applied to the same runs, with the latest A run as its base.
@@ -81,14 +86,20 @@ class Tally:
         self.old: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
         self.spreads: dict[tuple[str, str], list[float]] = defaultdict(list)
 
-    def add(self, storage: str, case: str, history: list[Run], new: Run, threshold: float) -> None:
+    def add(
+        self, storage: str, case: str, history: list[Run], news: list[Run], threshold: float
+    ) -> None:
         base = [run[operation] for run in history for operation in OPERATIONS]
-        report = compare_results(base, list(new.values()), fail_slower=threshold)
+        fresh = [run[operation] for run in news for operation in OPERATIONS]
+        report = compare_results(base, fresh, fail_slower=threshold)
         for row in report.rows:
             self.verdicts[storage, case, row.identity.operation].append(row.verdict)
             if row.run_spread is not None:
                 self.spreads[storage, row.identity.operation].append(row.run_spread)
         self.gate[storage, case].append(report.failed)
+        if len(news) != 1:
+            return
+        new = news[0]
         for operation in OPERATIONS:
             old = compare(repeat_figures(new[operation]), repeat_figures(history[-1][operation]))
             self.old[storage, case, operation].append(
@@ -111,13 +122,27 @@ def series(
     started = time.monotonic()
     for pair in range(args.pairs):
         new = run_once(a_probes, workload)
-        tally.add(storage, "A/A", history[-args.history :], new, args.threshold)
+        tally.add(storage, "A/A", history[-args.history :], [new], args.threshold)
+        history.append(new)
+        a_runs.append(new)
+        w = args.interleaved
+        if w and len(a_runs) >= 2 * w:  # alternate A runs: the even ones against the odd
+            window = a_runs[-2 * w :]
+            tally.add(
+                storage, f"A/A, {w}+{w} interleaved", window[0::2], window[1::2], args.threshold
+            )
         for case, probes in b_probes.items():
             slow = run_once(probes, workload)
             b_runs[case].append(slow)
-            tally.add(storage, case, history[-args.history :], slow, args.threshold)
-        history.append(new)
-        a_runs.append(new)
+            tally.add(storage, case, history[-args.history - 1 : -1], [slow], args.threshold)
+            if w and len(b_runs[case]) >= w:  # the last w A runs, each followed by a B run
+                tally.add(
+                    storage,
+                    f"{case}, {w}+{w} interleaved",
+                    a_runs[-w:],
+                    b_runs[case][-w:],
+                    args.threshold,
+                )
         print(
             f"  {storage}: pair {pair + 1}/{args.pairs} ({time.monotonic() - started:.0f} s)",
             file=sys.stderr,
@@ -147,10 +172,11 @@ def report(tally: Tally, realized: dict[tuple[str, str, str], tuple[float, float
                 + f" of {len(verdicts)}"
             )
         shown = "-"
-        if case != "A/A":
+        if not case.startswith("A/A"):
+            plain = case.split(",")[0]
             shown = ", ".join(
                 f"{1 - new / base:.1%}"
-                for base, new in (realized[storage, case, op] for op in OPERATIONS)
+                for base, new in (realized[storage, plain, op] for op in OPERATIONS)
             )
         old = ", ".join(rate(tally.old[storage, case, op]) for op in OPERATIONS)
         lines.append(
@@ -188,6 +214,12 @@ def main() -> None:
         default=2.0,
         help="A's one-way proxy delay on S3 (B adds to it): both sleep in the proxy, so "
         "the cost of waking up on a loaded machine hits both",
+    )
+    parser.add_argument(
+        "--interleaved",
+        type=int,
+        default=5,
+        help="also judge w A runs against the w runs interleaved with them (0: not)",
     )
     parser.add_argument("--storages", nargs="*", default=["local", "s3"], choices=["local", "s3"])
     args = parser.parse_args()
