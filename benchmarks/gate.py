@@ -6,12 +6,12 @@ ratio new ÷ base, as wide as the base runs differ from one another, lies below 
 
 Per storage, a rolling history as in CI: ``--history`` base runs first, then
 ``--pairs`` steps; each step makes one new run A (same configuration) and, on S3, one
-run B at each slowdown, and compares each with the ``--history`` A runs before it (so
-drift between steps hits A and B alike); then A joins the history. A run is one
+run B at each slowdown, and compares each with the ``--history`` A runs before it; then
+A joins the history. A run is one
 ``Probe.upload`` and one ``Probe.download`` of ``--workload`` with ``--repeats``
 repeats, one stream, in this process.
 
-- **A/A** (local disk, and ``rclone serve s3`` through a delay proxy with no delay): a
+- **A/A** (local disk, and ``rclone serve s3`` through A's delay proxy): a
   pair is a false alarm when the gate fails (any probe slower by more than T).
 - **A/B** (S3 only): A goes through a delay proxy (tests/delay_proxy.py) with a one-way
   delay D_A (``--base-delay-ms``, 2 ms), B through one whose delay is larger by ΔD, set
@@ -32,12 +32,15 @@ For contrast, the old rule (bootstrap of one base run's repeats against the new 
 1 − T) is applied to the same runs, with the latest A run as its base.
 
 Pairs overlap (a rolling window), so they are not independent: read the rates with
-their counts. The full run is the defaults (40 pairs per storage, 5 base runs, 3
-repeats of 32 × 16 KiB; about 20 minutes, most of it S3 behind the proxies):
+their counts. The full run is the defaults (40 pairs per storage, 10 base runs, 3
+repeats of 32 × 16 KiB, slowdowns 10, 20 and 40 %, interleaved windows of 5; about 30
+minutes, most of it S3 behind the proxies):
 
     python benchmarks/gate.py
 
-The reduced run of 2026-12-01 (docs/regressions.md) was ``--pairs 20``.
+The reduced runs of 2026-12-01 in docs/regressions.md were ``--pairs 20 --history 5
+--levels 0.1 0.2 0.4`` and ``--pairs 20 --history 10 --levels 0.2 0.4``, one storage at a
+time (``--storages local``, ``--storages s3``), on a machine shared with other jobs.
 """
 
 from __future__ import annotations
@@ -201,7 +204,7 @@ def per_object_seconds(probes: dict[str, Probe], workload: Workload, runs: int) 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=40, help="A/A (and A/B) pairs per storage")
-    parser.add_argument("--history", type=int, default=5, help="base runs in each comparison")
+    parser.add_argument("--history", type=int, default=10, help="base runs in each comparison")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workload", default="32x16KiB")
     parser.add_argument("--threshold", type=float, default=0.05, help="--fail-slower (fraction)")
