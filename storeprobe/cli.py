@@ -2,8 +2,9 @@
 :mod:`storeprobe.cli_compare`, the only modules that print or exit.
 
 Exit codes: 0 every probe succeeded, 1 a probe failed or the target refused (``compare``:
-a probe regressed beyond ``--fail-slower``), 2 usage
-error (bad arguments, options or workloads), 130 interrupted, 141 standard output closed
+a probe slower beyond ``--fail-slower``; 3 an inconclusive one with
+``--fail-inconclusive``), 2 usage error (bad arguments, options or workloads), 130
+interrupted, 141 standard output closed
 early (``storeprobe report FILE | head``).
 
 Over 400 lines because half of it is the argparse definitions with a help text for

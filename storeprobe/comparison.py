@@ -15,34 +15,28 @@ Matching rules (a probe's :class:`ProbeIdentity`):
 - the **environment label** (``result.environment.label``); results saved without a
   label match other results without a label (label ``None``), whatever their host.
 
-Several Results of one probe on one side (a file a run was appended to twice) are
-pooled: all their successful repeats are samples of that probe. Backup-scenario steps
+Each Result is **one run** of its probe: its successful repeats are that run's samples.
+Several Results of one probe on one side (several base files, a file a run was appended
+to twice, a directory of saved runs) are several runs. Backup-scenario steps
 (``result.step`` set) are not compared: a scenario runs once, each step depending on the
 one before, so a step has one sample and no interval can be drawn; they are counted in
 :attr:`Report.excluded_steps` and the rendered report says so.
 
-Verdict rules, per matched probe (figures are per-repeat throughputs in B/s, or
-operations per second for the metadata operations ``head``, ``list`` and ``delete``):
+The verdict, per matched probe, is :func:`storeprobe.stats.compare_runs` (the one rule;
+figures are per-repeat throughputs in B/s, or operations per second for the metadata
+operations ``head``, ``list`` and ``delete``): each run is reduced to its median, and the
+ratio of the new runs' level to the base runs' gets an interval whose width comes from
+how much the **runs** differ, not the repeats inside one run:
 
-- fewer than :data:`MIN_REPEATS` (3) successful repeats on either side:
-  ``"inconclusive"``, with no interval: a bootstrap of the median of one or two values
-  can only return those values, and would claim a certainty the data does not hold;
-- otherwise :func:`storeprobe.stats.compare` of new against base: the ratio of medians
-  (new ÷ base, above 1 is faster) with its bootstrap interval; ``"faster"`` when the
-  whole interval lies above 1, ``"slower"`` when below, else ``"no significant
-  difference"``;
-- ``regressed`` when ``fail_slower`` is given, the verdict is ``"slower"``, and both
-  the ratio and the interval's upper bound are below ``1 − fail_slower`` (strictly:
-  slower by *more than* the threshold, with the whole interval beyond it).
+- ``"slower"`` when the whole interval lies below ``1 − fail_slower`` (below 1 without a
+  threshold); such a probe is ``regressed`` when ``fail_slower`` is given;
+- ``"not slower"`` when it lies at or above;
+- ``"inconclusive"`` otherwise, and always with one run on each side (one base file of
+  one run against one new run: how much runs differ is unknown, whatever the repeats);
+  the row says how many base runs, new runs or runs on each side would decide it
+  (:attr:`ComparedProbe.reason`).
 
-:attr:`ComparedProbe.repeats_needed` says how many repeats on each side would bring the
-interval's half-width below the threshold (``fail_slower``, else 5 %), from the spread
-observed: ``n = ⌈(z / t)² · π/2 · (cv_base² + cv_new²)⌉``, at least 3 (the sample median's
-variance is about π/2 · σ²/n; ``z`` is 1.96 at 95 %). A side with fewer than 2 repeats
-shows no spread: the other side's is used for both; with neither, it is 3, the least a
-verdict needs.
-
-About 460 lines, one concept (matching two runs and judging each probe): the matching
+About 440 lines, one concept (matching two runs and judging each probe): the matching
 rules, the verdict and the repeats-needed estimate are one story; rendering is in
 :mod:`storeprobe.render.regressions`.
 """
@@ -53,8 +47,7 @@ import json
 import math
 import re
 from collections.abc import Iterable
-from statistics import NormalDist
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from attrs import field, frozen
@@ -62,11 +55,9 @@ from attrs import field, frozen
 from storeprobe import render
 from storeprobe.errors import ConfigurationError
 from storeprobe.result import Result
-from storeprobe.stats import compare
+from storeprobe.stats import RunComparison, RunVerdict, compare_runs
 
 __all__ = [
-    "DEFAULT_RESOLUTION",
-    "MIN_REPEATS",
     "REPORT_VERSION",
     "ComparedProbe",
     "ProbeIdentity",
@@ -74,19 +65,18 @@ __all__ = [
     "Verdict",
     "compare_results",
     "parse_threshold",
-    "repeats_needed",
 ]
 
 # Report document history (bump on any change to the shape of Report.to_dict()):
 #   1 — first version: rows, unmatched_base, unmatched_new, excluded_steps.
-REPORT_VERSION = 1
+#   2 — the verdict of stats.compare_runs over runs: rows gain base_runs, new_runs,
+#       threshold, run_spread, base_runs_needed, new_runs_needed, each_runs_needed and
+#       reason, lose repeats_needed and resolution; verdicts are slower, not slower,
+#       inconclusive; the report gains inconclusive and loses min_repeats.
+REPORT_VERSION = 2
 _REPORT_SCHEMA = "storeprobe.comparison"
-#: fewest successful repeats on each side for a verdict
-MIN_REPEATS = 3
-#: the difference ``repeats_needed`` aims to resolve when no ``fail_slower`` is given
-DEFAULT_RESOLUTION = 0.05
 
-Verdict = Literal["faster", "slower", "no significant difference", "inconclusive"]
+Verdict = RunVerdict
 
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*%\s*$")
 _FRACTION = re.compile(r"^\s*(0?\.\d+)\s*$")
@@ -195,33 +185,38 @@ def _finite(value: float | None) -> float | None:
 
 @frozen(kw_only=True)
 class ComparedProbe:
-    """One probe found in both runs: its medians, the ratio and the verdict.
+    """One probe found in both runs: its levels, the ratio and the verdict.
 
-    ``base_median`` and ``new_median`` are medians of per-repeat figures in B/s (ops/s
+    ``base_median`` and ``new_median`` are each side's level: the geometric mean of its
+    runs' medians of per-repeat figures (the median itself for one run) in B/s (ops/s
     when ``identity.per_operation``), None without a successful repeat. ``ratio`` is
     new ÷ base (None when a side has no repeat); ``low`` and ``high`` bound its
-    ``confidence`` interval (None when ``inconclusive``).
+    ``confidence`` interval (None with one run on each side). The rest is
+    :class:`storeprobe.stats.RunComparison`'s.
     """
 
     identity: ProbeIdentity
     base_median: float | None
     new_median: float | None
+    base_runs: int
+    new_runs: int
     base_repeats: int
     new_repeats: int
     ratio: float | None
     low: float | None
     high: float | None
     confidence: float
+    #: the slowdown (a fraction) beyond which the verdict is slower: fail_slower, else 0
+    threshold: float
     verdict: Verdict
     regressed: bool
-    repeats_needed: int
-    #: the difference (a fraction) ``repeats_needed`` aims to resolve
-    resolution: float = DEFAULT_RESOLUTION
-
-    @property
-    def min_repeats(self) -> int:
-        """The fewest successful repeats on each side for a verdict (:data:`MIN_REPEATS`)."""
-        return MIN_REPEATS
+    #: the standard deviation of log run medians used (≈ relative run-to-run spread)
+    run_spread: float | None = None
+    base_runs_needed: int | None = None
+    new_runs_needed: int | None = None
+    each_runs_needed: int | None = None
+    #: why the verdict, and for an inconclusive one what would decide it
+    reason: str = ""
 
     @property
     def unit(self) -> str:
@@ -229,14 +224,14 @@ class ComparedProbe:
         return render.OPS_UNIT if self.identity.per_operation else "B/s"
 
     def __str__(self) -> str:
-        if self.verdict == "inconclusive":
-            return f"{self.identity}: {render.inconclusive_text(self)}"
-        assert self.ratio is not None
-        regressed = ", regressed" if self.regressed else ""
-        return (
-            f"{self.identity}: {self.ratio:.3f}× ({self.confidence:.0%} interval "
-            f"{self.low:.3f}–{self.high:.3f}): {self.verdict}{regressed}"
+        ratio = "-" if self.ratio is None else f"{self.ratio:.3f}×"
+        interval = (
+            ""
+            if self.low is None or self.high is None
+            else f" ({self.confidence:.0%} interval {self.low:.3f}–{self.high:.3f})"
         )
+        regressed = ", regressed" if self.regressed else ""
+        return f"{self.identity}: {ratio}{interval}: {self.verdict}{regressed} ({self.reason})"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: the identity's fields, then the figures (medians in
@@ -246,16 +241,22 @@ class ComparedProbe:
             "unit": self.unit,
             "base_median": _finite(self.base_median),
             "new_median": _finite(self.new_median),
+            "base_runs": self.base_runs,
+            "new_runs": self.new_runs,
             "base_repeats": self.base_repeats,
             "new_repeats": self.new_repeats,
             "ratio": _finite(self.ratio),
             "low": _finite(self.low),
             "high": _finite(self.high),
             "confidence": self.confidence,
+            "threshold": self.threshold,
             "verdict": self.verdict,
             "regressed": self.regressed,
-            "repeats_needed": self.repeats_needed,
-            "resolution": self.resolution,
+            "run_spread": _finite(self.run_spread),
+            "base_runs_needed": self.base_runs_needed,
+            "new_runs_needed": self.new_runs_needed,
+            "each_runs_needed": self.each_runs_needed,
+            "reason": self.reason,
         }
 
 
@@ -284,9 +285,9 @@ class Report:
         return any(row.regressed for row in self.rows)
 
     @property
-    def min_repeats(self) -> int:
-        """The fewest successful repeats on each side for a verdict (:data:`MIN_REPEATS`)."""
-        return MIN_REPEATS
+    def inconclusive(self) -> tuple[ComparedProbe, ...]:
+        """The probes whose verdict is inconclusive, in table order."""
+        return tuple(row for row in self.rows if row.verdict == "inconclusive")
 
     @property
     def regressions(self) -> tuple[ComparedProbe, ...]:
@@ -301,8 +302,8 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, documented in docs/regressions.md.
 
-        ``{"schema": "storeprobe.comparison", "version": 1, "confidence",
-        "fail_slower" (a fraction or null), "min_repeats", "failed", "rows": [...],
+        ``{"schema": "storeprobe.comparison", "version": 2, "confidence",
+        "fail_slower" (a fraction or null), "failed", "inconclusive", "rows": [...],
         "unmatched_base": [...], "unmatched_new": [...], "excluded_steps"}``.
         """
         return {
@@ -310,8 +311,8 @@ class Report:
             "version": REPORT_VERSION,
             "confidence": self.confidence,
             "fail_slower": self.fail_slower,
-            "min_repeats": self.min_repeats,
             "failed": self.failed,
+            "inconclusive": len(self.inconclusive),
             "rows": [row.to_dict() for row in self.rows],
             "unmatched_base": [identity.to_dict() for identity in self.unmatched_base],
             "unmatched_new": [identity.to_dict() for identity in self.unmatched_new],
@@ -331,13 +332,15 @@ class Report:
     def __repr__(self) -> str:
         return (
             f"<Report {len(self.rows)} compared, {len(self.regressions)} regressed, "
+            f"{len(self.inconclusive)} inconclusive, "
             f"{len(self.unmatched_base)} only in base, {len(self.unmatched_new)} only in new>"
         )
 
 
-def _group(results: Iterable[Result]) -> tuple[dict[ProbeIdentity, list[float]], int]:
-    """Per-repeat figures by probe, in first-seen order; and how many steps were left out."""
-    groups: dict[ProbeIdentity, list[float]] = {}
+def _group(results: Iterable[Result]) -> tuple[dict[ProbeIdentity, list[list[float]]], int]:
+    """Runs (one per Result: its per-repeat figures) by probe, in first-seen order; and
+    how many steps were left out."""
+    groups: dict[ProbeIdentity, list[list[float]]] = {}
     steps = 0
     for result in results:
         if not isinstance(result, Result):
@@ -345,90 +348,70 @@ def _group(results: Iterable[Result]) -> tuple[dict[ProbeIdentity, list[float]],
         if result.step is not None:
             steps += 1
             continue
-        groups.setdefault(ProbeIdentity.of(result), []).extend(render.repeat_figures(result))
+        groups.setdefault(ProbeIdentity.of(result), []).append(render.repeat_figures(result))
     return groups, steps
 
 
-def _cv(values: np.ndarray) -> float | None:
-    if values.size < 2:
-        return None
-    mean = float(values.mean())
-    return float(values.std(ddof=1)) / mean if mean > 0 and math.isfinite(mean) else None
-
-
-def repeats_needed(
-    base: Iterable[float], new: Iterable[float], *, resolution: float, confidence: float
-) -> int:
-    """Repeats per side for the interval's half-width to fall below ``resolution`` (a
-    fraction), from the spread of ``base`` and ``new`` (see the module docstring); at
-    least :data:`MIN_REPEATS`, which is also the answer when no side shows a spread."""
-    spreads = [
-        cv
-        for cv in (_cv(np.asarray(list(side), dtype=np.float64)) for side in (base, new))
-        if cv is not None
-    ]
-    if not spreads:
-        return MIN_REPEATS
-    variance = sum(cv**2 for cv in spreads) * (2 / len(spreads))
-    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
-    return max(MIN_REPEATS, math.ceil((z / resolution) ** 2 * math.pi / 2 * variance))
+def _level(runs: list[list[float]]) -> float | None:
+    medians = [float(np.median(run)) for run in runs if run]
+    if len(set(medians)) == 1:  # one run, or runs alike: exactly their median
+        return medians[0]
+    if not medians or min(medians) <= 0:
+        return float(np.median(medians)) if medians else None
+    return math.exp(float(np.mean(np.log(medians))))
 
 
 def _compared(
     identity: ProbeIdentity,
-    base: list[float],
-    new: list[float],
+    base: list[list[float]],
+    new: list[list[float]],
     *,
     fail_slower: float | None,
     confidence: float,
 ) -> ComparedProbe:
-    base_median = float(np.median(base)) if base else None
-    new_median = float(np.median(new)) if new else None
-    ratio = (
-        new_median / base_median
-        if base_median is not None and new_median is not None and base_median > 0
+    threshold = fail_slower or 0.0
+    base_median, new_median = _level(base), _level(new)
+    kept_base = [run for run in base if run]
+    kept_new = [run for run in new if run]
+    usable = all(
+        value > 0 and math.isfinite(value) for run in (*kept_base, *kept_new) for value in run
+    )
+    found: RunComparison | None = (
+        compare_runs(kept_base, kept_new, threshold=threshold, confidence=confidence)
+        if kept_base and kept_new and usable
         else None
     )
-    resolution = fail_slower or DEFAULT_RESOLUTION
-    needed = repeats_needed(base, new, resolution=resolution, confidence=confidence)
-    if len(base) < MIN_REPEATS or len(new) < MIN_REPEATS:
-        return ComparedProbe(
-            identity=identity,
-            base_median=base_median,
-            new_median=new_median,
-            base_repeats=len(base),
-            new_repeats=len(new),
-            ratio=ratio,
-            low=None,
-            high=None,
-            confidence=confidence,
-            verdict="inconclusive",
-            regressed=False,
-            repeats_needed=needed,
-            resolution=resolution,
-        )
-    found = compare(new, base, confidence=confidence)
-    limit = None if fail_slower is None else 1 - fail_slower
-    regressed = (
-        limit is not None
-        and found.verdict == "slower"
-        and found.ratio < limit
-        and found.high < limit
-    )
+    side = "base" if not kept_base else "new" if not kept_new else "either"
     return ComparedProbe(
         identity=identity,
         base_median=base_median,
         new_median=new_median,
-        base_repeats=len(base),
-        new_repeats=len(new),
-        ratio=found.ratio,
-        low=found.low,
-        high=found.high,
+        base_runs=len(kept_base),
+        new_runs=len(kept_new),
+        base_repeats=sum(map(len, base)),
+        new_repeats=sum(map(len, new)),
         confidence=confidence,
-        verdict=found.verdict,
-        regressed=regressed,
-        repeats_needed=needed,
-        resolution=resolution,
+        threshold=threshold,
+        ratio=(
+            found.ratio
+            if found is not None
+            else new_median / base_median
+            if base_median is not None and new_median is not None and base_median > 0
+            else None
+        ),
+        low=None if found is None else found.low,
+        high=None if found is None else found.high,
+        verdict="inconclusive" if found is None else found.verdict,
+        regressed=found is not None and fail_slower is not None and found.verdict == "slower",
+        run_spread=None if found is None else found.run_spread,
+        base_runs_needed=None if found is None else found.base_runs_needed,
+        new_runs_needed=None if found is None else found.new_runs_needed,
+        each_runs_needed=None if found is None else found.each_runs_needed,
+        reason=(
+            f"no successful repeat with a positive rate on the {side} side: run it again"
+            if found is None
+            else found.reason
+        ),
     )
 
 
@@ -441,9 +424,10 @@ def compare_results(
 ) -> Report:
     """Match the probes of ``new`` with those of ``base`` and compare each pair.
 
-    ``fail_slower`` is a fraction (0.05 for 5 %): a probe slower by more than it, with
-    its whole ``confidence`` interval beyond it, is ``regressed`` and makes the report
-    ``failed``. Rows follow ``base``'s order; unmatched probes of each side are kept in
+    Each Result is one run. ``fail_slower`` is a fraction (0.05 for 5 %): a probe whose
+    whole ``confidence`` interval lies below ``1 − fail_slower`` is ``slower`` and
+    ``regressed``, and makes the report ``failed``; an inconclusive probe never does.
+    Rows follow ``base``'s order; unmatched probes of each side are kept in
     :attr:`Report.unmatched_base` and :attr:`Report.unmatched_new`. See the module
     docstring for the matching and verdict rules.
     """

@@ -19,12 +19,14 @@ Options (all optional; the plugin does nothing until a test uses the fixture):
 - ``--storeprobe-save NAME``: at the end, write the session's results to
   ``.storeprobe/<machine>/NNNN_NAME.json`` (NNNN counts up; ``<machine>`` is the host
   name and a short hash of CPU model, operating system and architecture);
-- ``--storeprobe-compare[=NAME]``: at the end, compare with the latest saved run of
-  that name (or number ``NNNN``; without a value, the latest saved run of this
-  machine), saved before this session, and print the table in the terminal summary;
+- ``--storeprobe-compare[=NAME]``: at the end, compare with the saved runs of that
+  name, the newest :data:`HISTORY` (10), each one a base run (a number ``NNNN`` names
+  one run; without a value, the runs named as the latest saved run of this machine),
+  saved before this session, and print the table in the terminal summary;
 - ``--storeprobe-compare-fail=median:5%``: with ``--storeprobe-compare``, exit 1 when a
-  probe is slower by more than 5 % with its whole 95 % interval beyond it
-  (:func:`storeprobe.comparison.compare_results`);
+  probe is slower by more than 5 % by the rule of
+  :func:`storeprobe.stats.compare_runs` (the whole 95 % interval, as wide as the saved
+  runs differ, below 0.95); an inconclusive probe is named and does not fail;
 - ``--storeprobe-storage DIR``: where runs are saved (default ``.storeprobe`` in the
   rootdir);
 - ``--storeprobe-machine ID``: the folder of this machine's runs, instead of the host
@@ -140,7 +142,7 @@ def _fail_threshold(text: str) -> float:
     if not separator or statistic.strip() != "median":
         raise pytest.UsageError(
             f"--storeprobe-compare-fail {text!r}: write median:5% or median:0.05 (the "
-            "median of the repeats is what is compared, with its bootstrap interval)"
+            "median of each run is what is compared, with an interval from how much runs differ)"
         )
     try:
         return parse_threshold(threshold, option="--storeprobe-compare-fail median:")
@@ -366,14 +368,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         nargs="?",
         const=True,
         metavar="NAME",
-        help="compare with the latest saved run named NAME (or numbered NNNN); without a "
-        "value, the latest saved run (write --storeprobe-compare=NAME)",
+        help="compare with the saved runs named NAME, the newest 10, as base runs (or the "
+        "one numbered NNNN); without a value, the runs named as the latest saved run "
+        "(write --storeprobe-compare=NAME)",
     )
     group.addoption(
         "--storeprobe-compare-fail",
         metavar="median:PCT",
-        help="fail the session when a probe is slower than the compared run by more than "
-        "PCT, e.g. median:5%% or median:0.05",
+        help="fail the session when a probe is slower than the compared runs by more than "
+        "PCT, e.g. median:5%% or median:0.05 (an inconclusive probe does not fail)",
     )
     group.addoption(
         "--storeprobe-storage",
@@ -425,22 +428,27 @@ def storeprobe(storeprobe_probe: Probe, pytestconfig: pytest.Config) -> Recorder
     return Recorder(storeprobe_probe, pytestconfig.stash[_SESSION].results)
 
 
-def _baseline(session: _Session, directory: Path) -> Path | None:
+#: the most saved runs of one name taken as the base runs of a comparison (the newest)
+HISTORY = 10
+
+
+def _baseline(session: _Session, directory: Path) -> list[Path]:
+    """The saved runs to compare with, oldest first: the newest :data:`HISTORY` runs of
+    the name asked for (without a name, of the latest run's name); a number names one."""
     wanted = session.settings.compare
     runs = saved_runs(directory)
     if wanted is None or not runs:
-        return None
-    if wanted == LATEST:
-        return runs[-1][2]
+        return []
     if wanted.isdigit():
-        numbered = [path for number, _, path in runs if number == int(wanted)]
-        return numbered[-1] if numbered else None
+        return [path for number, _, path in runs if number == int(wanted)][-1:]
+    if wanted == LATEST:
+        wanted = runs[-1][1]
     named = [
         path
         for _, name, path in runs
         if name == wanted or path.stem == wanted or path.name == wanted
     ]
-    return named[-1] if named else None
+    return named[-HISTORY:]
 
 
 def _save(session: _Session, directory: Path, name: str) -> None:
@@ -463,15 +471,18 @@ def _compare(session: _Session, directory: Path, exitstatus: int | pytest.ExitCo
     """Compare with the baseline; the new exit status when the comparison fails the session."""
     settings = session.settings
     baseline = _baseline(session, directory)
-    if baseline is None:
+    if not baseline:
         which = "any run" if settings.compare == LATEST else f"a run named {settings.compare!r}"
         session.lines.append(f"nothing to compare with: {directory} holds no {which}")
         return None
     report = compare_results(
-        load_results(baseline), session.results, fail_slower=settings.fail_slower
+        [result for path in baseline for result in load_results(path)],
+        session.results,
+        fail_slower=settings.fail_slower,
     )
     session.report = report
-    session.lines.append(f"compared with {baseline}")
+    runs = f"{len(baseline)} saved run{'s' if len(baseline) != 1 else ''}"
+    session.lines.append(f"compared with {runs}: {', '.join(path.name for path in baseline)}")
     if report.failed:
         assert settings.fail_slower is not None
         session.lines.append(
@@ -481,6 +492,13 @@ def _compare(session: _Session, directory: Path, exitstatus: int | pytest.ExitCo
         session.lines += [f"  {row}" for row in report.regressions]
         if exitstatus == pytest.ExitCode.OK:
             return int(pytest.ExitCode.TESTS_FAILED)
+    elif report.inconclusive:
+        session.lines.append(
+            f"{len(report.inconclusive)} of {len(report.rows)} probes inconclusive, not "
+            "failing: too little evidence of how much runs differ (save more runs: "
+            f"--storeprobe-save, up to the last {HISTORY} are compared)"
+        )
+        session.lines += [f"  {row}" for row in report.inconclusive]
     return None
 
 

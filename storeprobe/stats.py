@@ -6,7 +6,11 @@
   percentile needs enough samples to exist: p50 needs 2, p90 needs 10, p99 needs 100
   (``n ≥ 1 / (1 − q)``); below that it is ``None``, never a guess.
 - :func:`compare`: the ratio of two results' median throughputs with a bootstrap
-  confidence interval, and a verdict.
+  confidence interval, and a verdict (within one run: it knows nothing of how much
+  separate runs differ).
+- :func:`compare_runs`: the regression rule, over several runs on each side: slower,
+  not slower, or inconclusive with the runs that would decide it (see its docstring and
+  docs/regressions.md).
 - :func:`stability_notices`: the warnings a careful tool prints, as
   :class:`~storeprobe.notices.Notice` values with a stable code, each saying what to do.
 
@@ -17,6 +21,7 @@ This module computes from numbers and numpy arrays only: it never imports
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Sequence
@@ -30,12 +35,17 @@ from storeprobe.notices import Code, Notice
 
 __all__ = [
     "CLIENT_BOUND_FRACTION",
+    "MAX_RUNS_SUGGESTED",
     "Comparison",
     "Percentiles",
+    "RunComparison",
+    "RunVerdict",
     "Summary",
     "compare",
+    "compare_runs",
     "percentiles",
     "stability_notices",
+    "student_t_quantile",
     "summarize",
 ]
 
@@ -184,6 +194,301 @@ def compare(
         "faster" if low > 1 else "slower" if high < 1 else "no significant difference"
     )
     return Comparison(ratio=ratio, low=low, high=high, confidence=confidence, verdict=verdict)
+
+
+# -- the regression rule: several runs on each side --------------------------------------------
+RunVerdict = Literal["slower", "not slower", "inconclusive"]
+#: the most runs a suggestion ever names; beyond it, no number of runs decides the question
+MAX_RUNS_SUGGESTED = 1000
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta (modified Lentz)."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1 + numerator * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1) < 1e-15:
+            break
+    return h
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b), 0 ≤ x ≤ 1."""
+    if x <= 0 or x >= 1:
+        return 0.0 if x <= 0 else 1.0
+    front = math.exp(
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    if x < (a + 1) / (a + b + 2):
+        return front * _beta_fraction(a, b, x) / a
+    return 1 - front * _beta_fraction(b, a, 1 - x) / b
+
+
+def _student_t_cdf(t: float, df: float) -> float:
+    tail = 0.5 * _incomplete_beta(df / 2, 0.5, df / (df + t * t))
+    return 1 - tail if t > 0 else tail
+
+
+@functools.lru_cache(maxsize=4096)
+def student_t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (bisection on
+    the exact CDF, to 1e-12; numpy has no t distribution and scipy is no dependency)."""
+    if not 0 < p < 1 or not df > 0:
+        raise ConfigurationError(f"student_t_quantile needs 0 < p < 1 and df > 0, not {p}, {df}")
+    if p < 0.5:
+        return -student_t_quantile(1 - p, df)
+    low, high = 0.0, 1.0
+    while _student_t_cdf(high, df) < p:
+        low, high = high, high * 2
+    while high - low > 1e-12 * max(1.0, high):
+        middle = (low + high) / 2
+        low, high = (middle, high) if _student_t_cdf(middle, df) < p else (low, middle)
+    return (low + high) / 2
+
+
+@frozen(kw_only=True)
+class RunComparison:
+    """The new runs of one probe against its base runs, by :func:`compare_runs`.
+
+    ``ratio`` is the geometric mean of the new runs' medians ÷ that of the base runs'
+    (above 1 is faster); ``low`` and ``high`` bound its ``confidence`` interval, None
+    when the runs cannot show how much runs differ (one run on each side).
+    ``run_spread`` is the standard deviation of log run medians used (≈ the relative
+    run-to-run spread; None without an estimate). ``base_runs_needed`` and
+    ``new_runs_needed`` say, for an inconclusive verdict, how many base runs (with the
+    new runs as they are) or new runs (with the base runs as they are) would decide it
+    at the spread seen; None when no number up to :data:`MAX_RUNS_SUGGESTED` would, or
+    when the verdict is already decided. ``each_runs_needed``, given only when neither
+    side alone would do, is the runs on each side that would.
+    """
+
+    ratio: float
+    low: float | None
+    high: float | None
+    confidence: float
+    threshold: float
+    base_runs: int
+    new_runs: int
+    run_spread: float | None
+    verdict: RunVerdict
+    base_runs_needed: int | None
+    new_runs_needed: int | None
+    each_runs_needed: int | None = None
+
+    @property
+    def limit(self) -> float:
+        """``1 − threshold``: a ratio below it is slower by more than the threshold."""
+        return 1 - self.threshold
+
+    @property
+    def reason(self) -> str:
+        """Why the verdict, and for ``inconclusive`` what would decide it."""
+        runs = f"{_runs(self.base_runs, 'base')} and {_runs(self.new_runs, 'new')}"
+        if self.verdict == "slower":
+            return f"{runs}: the whole interval lies below {self.limit:.3f}"
+        if self.verdict == "not slower":
+            return f"{runs}: the whole interval lies at or above {self.limit:.3f}"
+        if self.low is None:
+            known = "how much separate runs differ is unknown"
+        else:
+            known = f"the interval straddles {self.limit:.3f}"
+        needs = []
+        if self.base_runs_needed is not None:
+            needs.append(f"{_runs(self.base_runs_needed, 'base')} in all")
+        if self.new_runs_needed is not None:
+            needs.append(f"{_runs(self.new_runs_needed, 'new')} in all")
+        if self.each_runs_needed is not None:
+            needs.append(f"{self.each_runs_needed} runs on each side")
+        if needs:
+            spread = (
+                ""
+                if self.run_spread is None
+                else f" at a run-to-run spread of {self.run_spread:.1%}"
+            )
+            at_least = "at least " if self.low is None else "about "
+            decide = f"{at_least}{' or '.join(needs)} would decide it{spread}"
+        elif self.low is None:
+            decide = "another run on either side shows how much runs differ"
+        else:
+            decide = (
+                f"no number of runs up to {MAX_RUNS_SUGGESTED} decides it at a run-to-run "
+                f"spread of {self.run_spread or 0:.1%}: the ratio is too close to the threshold"
+            )
+        return f"{runs}: {known}; {decide}"
+
+    def __str__(self) -> str:
+        interval = (
+            ""
+            if self.low is None
+            else f" ({self.confidence:.0%} interval {self.low:.3f}–{self.high:.3f})"
+        )
+        return f"{self.ratio:.3f}×{interval}: {self.verdict} ({self.reason})"
+
+
+def _runs(n: int, side: str) -> str:
+    return f"{n} {side} run{'s' if n != 1 else ''}"
+
+
+def _log_medians(runs: Sequence[Sequence[float] | np.ndarray], side: str) -> list[np.ndarray]:
+    logs = []
+    for run in runs:
+        figures = np.asarray(run, dtype=np.float64).reshape(-1)
+        if figures.size == 0:
+            continue
+        if not (np.isfinite(figures).all() and (figures > 0).all()):
+            raise ConfigurationError(
+                f"compare_runs: every figure of the {side} runs must be a positive, finite rate, "
+                f"not {figures.tolist()}"
+            )
+        logs.append(np.log(figures))
+    if not logs:
+        raise ConfigurationError(
+            f"compare_runs needs at least one {side} run with a successful repeat"
+        )
+    return logs
+
+
+def _bound_below(
+    gap: float, spread: float, base: int, new: int, confidence: float, vary: str
+) -> int | None:
+    """The fewest runs on the ``vary`` side ("base", "new", or "each": that many on both)
+    whose interval half-width falls below ``gap`` at ``spread``; None if no number up to
+    MAX_RUNS_SUGGESTED does."""
+    tail = 1 - (1 - confidence) / 2
+
+    def decides(n: int) -> bool:
+        k, m = (
+            (n, new)
+            if vary == "base"
+            else (base, n)
+            if vary == "new"
+            else (max(base, n), max(new, n))
+        )
+        df = k + m - 2
+        if df < 1:
+            return False
+        return student_t_quantile(tail, df) * spread * math.sqrt(1 / k + 1 / m) < gap
+
+    start = base if vary == "base" else new if vary == "new" else min(base, new)
+    if gap <= 0 or not decides(MAX_RUNS_SUGGESTED):
+        return None
+    low, high = start, MAX_RUNS_SUGGESTED  # decides(high); the answer lies in (low, high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if decides(middle) else (middle, high)
+    return high
+
+
+def compare_runs(
+    base: Sequence[Sequence[float] | np.ndarray],
+    new: Sequence[Sequence[float] | np.ndarray],
+    *,
+    threshold: float = 0.0,
+    confidence: float = 0.95,
+) -> RunComparison:
+    """Is the new run slower than the base runs by more than ``threshold``? The rule.
+
+    ``base`` and ``new`` are runs, each a sequence of per-repeat figures (B/s or ops/s,
+    positive); a run without a figure is left out. The model (random effects): the log
+    median of a run is the probe's true level plus a run effect, which varies from run
+    to run (the machine, the storage, the time of day) with a spread that no repeat
+    inside one run can show. So each run is reduced to its median, and
+
+    - ``ratio`` = exp(mean log median of new − mean log median of base);
+    - the run-to-run spread ``s`` is the pooled sample standard deviation of the log
+      run medians of both sides (k + m − 2 degrees of freedom for k base and m new
+      runs), never taken below what the spread within the runs alone gives a median of
+      n repeats (π/2 · σ²_within / n);
+    - the interval is ratio × exp(± t · s · √(1/k + 1/m)), ``t`` the two-sided
+      ``confidence`` quantile of Student's t (a prediction interval for one new run when
+      m = 1);
+    - **slower** when the whole interval lies below ``1 − threshold``; **not slower**
+      when it lies at or above; else **inconclusive**, also when k + m − 2 < 1 (one run
+      on each side: how much runs differ is unknown, whatever the repeats). An
+      inconclusive verdict names the base runs (or new runs) that would decide it at
+      the spread seen (with one run on each side, the within-run spread gives the
+      least number).
+
+    Scale-free (all figures × c: the same verdict) and monotone (a slower new run never
+    gets a better verdict). Its false-alarm rate on A/A pairs is at most (1 − confidence)/2
+    when the model holds; docs/regressions.md has the rates measured on real storage.
+    """
+    if isinstance(threshold, bool) or not 0 <= threshold < 1:
+        raise ConfigurationError(
+            f"threshold is a fraction in [0, 1) such as 0.05, not {threshold!r}"
+        )
+    if not 0 < confidence < 1:
+        raise ConfigurationError(f"confidence must be in (0, 1), not {confidence}")
+    base_logs = _log_medians(base, "base")
+    new_logs = _log_medians(new, "new")
+    k, m = len(base_logs), len(new_logs)
+    base_medians = np.array([math.log(float(np.median(np.exp(run)))) for run in base_logs])
+    new_medians = np.array([math.log(float(np.median(np.exp(run)))) for run in new_logs])
+    difference = float(new_medians.mean() - base_medians.mean())
+    ratio = math.exp(difference)
+    within = [run for run in (*base_logs, *new_logs) if run.size >= 2]
+    floor = 0.0
+    if within:
+        pooled = sum(float(((run - run.mean()) ** 2).sum()) for run in within) / sum(
+            run.size - 1 for run in within
+        )
+        repeats = float(np.mean([run.size for run in (*base_logs, *new_logs)]))
+        floor = math.pi / 2 * pooled / repeats
+    df = k + m - 2
+    limit = math.log(1 - threshold)
+    gap = abs(difference - limit)
+    if df >= 1:
+        squares = float(((base_medians - base_medians.mean()) ** 2).sum()) + float(
+            ((new_medians - new_medians.mean()) ** 2).sum()
+        )
+        spread: float | None = math.sqrt(max(squares / df, floor))
+        half = student_t_quantile(1 - (1 - confidence) / 2, df) * math.sqrt(
+            max(squares / df, floor) * (1 / k + 1 / m)
+        )
+        verdict: RunVerdict = (
+            "slower"
+            if difference + half < limit
+            else "not slower"
+            if difference - half >= limit
+            else "inconclusive"
+        )
+        low: float | None = math.exp(difference - half)
+        high: float | None = math.exp(difference + half)
+    else:
+        spread = math.sqrt(floor) if floor > 0 else None
+        low = high = None
+        verdict = "inconclusive"
+    base_needed = new_needed = each_needed = None
+    if verdict == "inconclusive" and spread is not None:
+        base_needed = _bound_below(gap, spread, k, m, confidence, "base")
+        new_needed = _bound_below(gap, spread, k, m, confidence, "new")
+        if base_needed is None and new_needed is None:
+            each_needed = _bound_below(gap, spread, k, m, confidence, "each")
+    return RunComparison(
+        ratio=ratio,
+        low=low,
+        high=high,
+        confidence=confidence,
+        threshold=threshold,
+        base_runs=k,
+        new_runs=m,
+        run_spread=spread,
+        verdict=verdict,
+        base_runs_needed=base_needed,
+        new_runs_needed=new_needed,
+        each_runs_needed=each_needed,
+    )
 
 
 def stability_notices(

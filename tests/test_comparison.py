@@ -5,10 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
-from statistics import NormalDist
 
 import pytest
 
@@ -24,14 +22,7 @@ from storeprobe import (
     dump_results,
 )
 from storeprobe.cli import main
-from storeprobe.comparison import (
-    MIN_REPEATS,
-    ProbeIdentity,
-    Report,
-    compare_results,
-    parse_threshold,
-    repeats_needed,
-)
+from storeprobe.comparison import ProbeIdentity, Report, compare_results, parse_threshold
 from storeprobe.render import REGRESSED, render_regressions
 
 SMALL = Workload.small()  # 4 MiB: 1 s is 4 MiB/s
@@ -87,13 +78,19 @@ def only(report: Report) -> object:
     return report.rows[0]
 
 
+def history(seconds: Sequence[float], runs: int = 3, **kw: object) -> list[Result]:
+    """``runs`` identical base runs (no spread between them: exact verdicts)."""
+    return [result(seconds, **kw) for _ in range(runs)]  # type: ignore[arg-type]
+
+
 # -- verdicts ----------------------------------------------------------------------------
 def test_twice_as_slow_is_slower_exactly_and_regressed() -> None:
-    report = compare_results([result([1.0, 1.0, 1.0])], [result([2.0, 2.0, 2.0])], fail_slower=0.05)
+    report = compare_results(history([1.0] * 3), [result([2.0] * 3)], fail_slower=0.05)
     row = report.rows[0]
     assert row.base_median == pytest.approx(4 * 1024**2)
     assert row.new_median == pytest.approx(2 * 1024**2)
-    assert (row.ratio, row.low, row.high) == (0.5, 0.5, 0.5)
+    assert (row.ratio, row.low, row.high) == pytest.approx((0.5, 0.5, 0.5), rel=1e-12)
+    assert (row.base_runs, row.new_runs, row.base_repeats, row.new_repeats) == (3, 1, 9, 3)
     assert row.verdict == "slower"
     assert row.regressed
     assert report.failed
@@ -101,36 +98,43 @@ def test_twice_as_slow_is_slower_exactly_and_regressed() -> None:
     assert row.unit == "B/s"
 
 
-def test_twice_as_fast_is_faster_and_never_a_regression() -> None:
-    report = compare_results([result([1.0, 1.0, 1.0])], [result([0.5, 0.5, 0.5])], fail_slower=0.05)
+def test_twice_as_fast_is_not_slower_and_never_a_regression() -> None:
+    report = compare_results(history([1.0] * 3), [result([0.5] * 3)], fail_slower=0.05)
     row = report.rows[0]
-    assert (row.ratio, row.verdict, row.regressed) == (2.0, "faster", False)
+    assert row.ratio == pytest.approx(2.0, rel=1e-12)
+    assert (row.verdict, row.regressed) == ("not slower", False)
     assert not report.failed
 
 
-def test_the_same_figures_are_no_significant_difference() -> None:
-    report = compare_results([result([1.0, 1.01, 1.02])], [result([1.0, 1.01, 1.02])])
-    row = report.rows[0]
-    assert row.ratio == 1.0
-    assert row.low is not None
-    assert row.high is not None
-    assert row.low < 1 < row.high
-    assert row.verdict == "no significant difference"
-    assert not row.regressed
+def test_runs_that_differ_widen_the_interval() -> None:
+    # the same new run: slower against steady base runs, inconclusive against base runs
+    # that differ from one another by ±20 % (each run's repeats agree closely)
+    new = [result([1.3] * 3)]
+    steady = compare_results(history([1.0] * 3, runs=4), new, fail_slower=0.05).rows[0]
+    varied = [result([s] * 3) for s in (0.8, 1.2, 1.0, 0.85)]
+    wide = compare_results(varied, new, fail_slower=0.05).rows[0]
+    assert steady.verdict == "slower"
+    assert wide.verdict == "inconclusive"
+    assert wide.low is not None
+    assert wide.high is not None
+    assert wide.low < 0.95 < wide.high
+    assert wide.run_spread is not None
+    assert wide.run_spread > 0.15
 
 
-def test_slower_within_the_threshold_is_slower_but_not_regressed() -> None:
-    report = compare_results([result([1.0] * 3)], [result([1 / 0.97] * 3)], fail_slower=0.05)
+def test_slower_within_the_threshold_is_not_slower() -> None:
+    report = compare_results(history([1.0] * 3), [result([1 / 0.97] * 3)], fail_slower=0.05)
     row = report.rows[0]
     assert row.ratio == pytest.approx(0.97)
-    assert row.verdict == "slower"
+    assert row.verdict == "not slower"
     assert not row.regressed
     assert not report.failed
 
 
-def test_without_a_threshold_nothing_regresses() -> None:
-    report = compare_results([result([1.0] * 3)], [result([10.0] * 3)])
+def test_without_a_threshold_slower_is_shown_but_nothing_regresses() -> None:
+    report = compare_results(history([1.0] * 3), [result([10.0] * 3)])
     assert report.rows[0].verdict == "slower"
+    assert report.rows[0].threshold == 0.0
     assert not report.rows[0].regressed
     assert not report.failed
 
@@ -158,63 +162,70 @@ def boundary(new_ns: int) -> Report:
             environment=env(),
         )
 
-    return compare_results([exact(950_000_000)], [exact(new_ns)], fail_slower=0.05)
+    base = [exact(950_000_000) for _ in range(3)]
+    return compare_results(base, [exact(new_ns)], fail_slower=0.05)
 
 
 def test_slower_by_exactly_the_threshold_is_not_a_regression() -> None:
     row = boundary(1_000_000_000).rows[0]
-    assert row.ratio == row.high == 1 - 0.05
-    assert row.verdict == "slower"
-    assert not row.regressed  # "more than 5 %": 5 % itself passes
+    assert row.ratio == pytest.approx(1 - 0.05, rel=1e-12)
+    assert row.verdict == "not slower"  # "more than 5 %": 5 % itself passes
+    assert not row.regressed
 
 
 def test_slower_by_a_hair_more_than_the_threshold_is_a_regression() -> None:
-    row = boundary(1_000_000_001).rows[0]
+    row = boundary(1_000_000_100).rows[0]
     assert row.high is not None
     assert row.high < 1 - 0.05
     assert row.regressed
 
 
-def test_an_interval_reaching_above_the_threshold_is_not_a_regression() -> None:
-    # new rates 0.9, 0.9, 0.99 of base: median 0.9, but a quarter of the resampled
-    # medians are 0.99, so the interval's upper bound is 0.99: not beyond 0.95
-    base = result([1.0] * 3)
-    new = result([1 / 0.9, 1 / 0.9, 1 / 0.99])
-    row = compare_results([base], [new], fail_slower=0.05).rows[0]
-    assert row.ratio == pytest.approx(0.9)
-    assert row.high == pytest.approx(0.99)
-    assert row.verdict == "slower"
-    assert not row.regressed
-
-
 def test_metadata_probes_compare_operations_per_second() -> None:
     workload = Workload(count=1000, size=1, name="1000 × 0 B")
-    base = result([0.5] * 3, workload=workload, operation="head")
-    new = result([1.0] * 3, workload=workload, operation="head")
-    row = compare_results([base], [new], fail_slower=0.1).rows[0]
+    base = history([0.5] * 3, workload=workload, operation="head")
+    new = [result([1.0] * 3, workload=workload, operation="head")]
+    row = compare_results(base, new, fail_slower=0.1).rows[0]
     assert row.unit == "ops/s"
-    assert (row.base_median, row.new_median, row.ratio) == (2000.0, 1000.0, 0.5)
+    assert (row.base_median, row.new_median, row.ratio) == pytest.approx((2000.0, 1000.0, 0.5))
     assert row.regressed
-    assert "ops/s" in render_regressions(compare_results([base], [new]), "markdown")
+    assert "ops/s" in render_regressions(compare_results(base, new), "markdown")
 
 
-# -- too few repeats ------------------------------------------------------------------------
-def test_fewer_than_three_repeats_is_inconclusive_and_says_how_many() -> None:
-    report = compare_results([result([1.0, 1.0])], [result([10.0, 10.0, 10.0])], fail_slower=0.05)
+# -- too little evidence ----------------------------------------------------------------------
+def test_one_base_run_is_inconclusive_whatever_the_difference() -> None:
+    # the false alarms of issue 25: one base run of 3 repeats says nothing of how much a
+    # second run differs from a first
+    report = compare_results([result([1.0] * 3)], [result([10.0] * 3)], fail_slower=0.05)
     row = report.rows[0]
     assert row.verdict == "inconclusive"
     assert (row.low, row.high) == (None, None)
     assert row.ratio == pytest.approx(0.1)  # the point estimate is still shown
     assert not row.regressed
     assert not report.failed
-    assert (row.base_repeats, row.new_repeats) == (2, 3)
-    assert row.repeats_needed == MIN_REPEATS  # no spread seen: the minimum
+    assert report.inconclusive == (row,)
+    assert (row.base_runs, row.new_runs) == (1, 1)
     text = report.render("text")
-    assert "inconclusive: 2 and 3 repeats; a verdict needs at least 3 on each side" in text
+    assert "inconclusive: 1 base run and 1 new run: how much separate runs differ is unknown" in (
+        text
+    )
+
+
+def test_one_run_each_with_spread_names_the_least_runs_that_would_decide() -> None:
+    row = compare_results(
+        [result([1.0, 1.1, 0.9])], [result([2.0, 2.2, 1.8])], fail_slower=0.05
+    ).rows[0]
+    assert row.verdict == "inconclusive"
+    assert row.base_runs_needed == 3
+    assert str(row).endswith(
+        "inconclusive (1 base run and 1 new run: how much separate runs differ is unknown; at "
+        f"least 3 base runs in all or 3 new runs in all would decide it at a run-to-run spread "
+        f"of {row.run_spread:.1%})"
+    )
+    assert row.to_dict()["base_runs_needed"] == 3
 
 
 def test_a_probe_whose_repeats_all_failed_is_inconclusive() -> None:
-    report = compare_results([result([1.0] * 3)], [result([], errors=3)], fail_slower=0.05)
+    report = compare_results(history([1.0] * 3), [result([], errors=3)], fail_slower=0.05)
     row = report.rows[0]
     assert (row.verdict, row.new_repeats, row.new_median, row.ratio) == (
         "inconclusive",
@@ -222,36 +233,9 @@ def test_a_probe_whose_repeats_all_failed_is_inconclusive() -> None:
         None,
         None,
     )
+    assert "no successful repeat" in row.reason
     assert "failed" in report.render("markdown")
     json.loads(report.render("json"))
-
-
-def test_repeats_needed_follows_the_spread() -> None:
-    rates = [1.0, 1.2, 0.8, 1.1, 0.9]
-    mean = sum(rates) / 5
-    cv = math.sqrt(sum((r - mean) ** 2 for r in rates) / 4) / mean
-    z = NormalDist().inv_cdf(0.975)
-    # one side without spread: the other side's is used for both
-    expected = math.ceil((z / 0.05) ** 2 * math.pi / 2 * 2 * cv**2)
-    assert repeats_needed([1.0], rates, resolution=0.05, confidence=0.95) == expected
-    both = math.ceil((z / 0.05) ** 2 * math.pi / 2 * 2 * cv**2)
-    assert repeats_needed(rates, rates, resolution=0.05, confidence=0.95) == both
-    assert repeats_needed([1.0], [2.0], resolution=0.05, confidence=0.95) == MIN_REPEATS
-    assert repeats_needed([1.0] * 3, [1.0] * 3, resolution=0.05, confidence=0.95) == MIN_REPEATS
-
-
-def test_inconclusive_with_spread_names_the_repeats_the_spread_needs() -> None:
-    base = result([1.0, 1.25])
-    new = result([1.0, 1.0, 1.0])
-    row = compare_results([base], [new], fail_slower=0.05).rows[0]
-    assert row.verdict == "inconclusive"
-    assert row.repeats_needed > MIN_REPEATS
-    assert row.repeats_needed == 60  # cv 0.157 and 0: ⌈(1.96 / 0.05)² · π/2 · 0.157²⌉
-    assert str(row).endswith(
-        "inconclusive: 2 and 3 repeats; a verdict needs at least 3 on each side, about 60 to "
-        "tell 5% apart at this spread"
-    )
-    assert row.to_dict()["resolution"] == 0.05
 
 
 # -- matching ---------------------------------------------------------------------------------
@@ -303,11 +287,11 @@ def test_the_payload_seed_and_the_host_do_not_matter_and_no_label_matches_no_lab
     assert labelled.rows[0].identity.environment == "ec2"
 
 
-def test_several_results_of_one_probe_on_a_side_are_pooled() -> None:
-    base = [result([1.0, 1.0]), result([1.0])]  # one file appended to twice
+def test_each_result_of_a_probe_is_one_run() -> None:
+    base = [result([1.0, 1.0]), result([1.0])]  # one file appended to twice: two runs
     report = compare_results(base, [result([2.0] * 3)], fail_slower=0.05)
     row = report.rows[0]
-    assert row.base_repeats == 3
+    assert (row.base_runs, row.base_repeats) == (2, 3)
     assert row.verdict == "slower"
     assert row.regressed
 
@@ -377,9 +361,9 @@ def test_compare_results_refuses_what_is_not_a_result() -> None:
 @pytest.fixture
 def mixed() -> Report:
     base = [
-        result([1.0] * 3),
-        result([1.0] * 3, operation="download"),
-        result([1.0] * 3, streams=8),
+        *history([1.0] * 3),
+        *history([1.0] * 3, operation="download"),
+        *history([1.0] * 3, streams=8),
     ]
     new = [
         result([2.0] * 3),
@@ -396,8 +380,9 @@ def test_markdown_marks_regressions_and_states_the_rule(mixed: Report) -> None:
     assert "4096.00" in lines[0]
     assert "2048.00" in lines[0]
     assert "0.500" in lines[0]
-    assert "faster" in lines[1]
+    assert "not slower" in lines[1]
     assert REGRESSED not in lines[1]
+    assert "| 3 + 1 |" in lines[0]
     assert "95% interval" in text
     assert "slower by more than 5%" in text
     assert "new against base: 2 probes compared, 1 regressed" in text
@@ -436,15 +421,15 @@ def test_json_is_the_documented_dict(mixed: Report) -> None:
         "version",
         "confidence",
         "fail_slower",
-        "min_repeats",
         "failed",
+        "inconclusive",
         "rows",
         "unmatched_base",
         "unmatched_new",
         "excluded_steps",
     }
     assert document["schema"] == "storeprobe.comparison"
-    assert document["version"] == 1
+    assert document["version"] == 2
     assert document["failed"] is True
     assert document["fail_slower"] == 0.05
     first = document["rows"][0]
@@ -452,6 +437,8 @@ def test_json_is_the_documented_dict(mixed: Report) -> None:
     assert first["regressed"] is True
     assert first["base_median"] == 4 * 1024**2
     assert first["unit"] == "B/s"
+    assert (first["base_runs"], first["new_runs"], first["threshold"]) == (3, 1, 0.05)
+    assert first["reason"] == "3 base runs and 1 new run: the whole interval lies below 0.950"
     assert document["unmatched_base"][0]["streams"] == 8
 
 
@@ -459,7 +446,9 @@ def test_html_and_text(mixed: Report) -> None:
     assert mixed.render("html").startswith("<table><caption>new against base")
     assert mixed._repr_html_() == mixed.render("html")
     assert str(mixed) == mixed.render("text")
-    assert repr(mixed) == "<Report 2 compared, 1 regressed, 1 only in base, 1 only in new>"
+    assert repr(mixed) == (
+        "<Report 2 compared, 1 regressed, 0 inconclusive, 1 only in base, 1 only in new>"
+    )
 
 
 # -- the command line ------------------------------------------------------------------------
@@ -471,7 +460,8 @@ def write(path: Path, results: list[Result]) -> str:
 @pytest.fixture
 def files(tmp_path: Path) -> dict[str, str]:
     return {
-        "base": write(tmp_path / "base.json", [result([1.0] * 3)]),
+        "base": write(tmp_path / "base.json", history([1.0] * 3)),
+        "one": write(tmp_path / "one.json", [result([1.0] * 3)]),
         "slower": write(tmp_path / "slower.json", [result([2.0] * 3)]),
         "same": write(tmp_path / "same.json", [result([1.0, 1.01, 1.02])]),
         "faster": write(tmp_path / "faster.json", [result([0.5] * 3)]),
@@ -515,8 +505,10 @@ def test_cli_exits_2_on_a_missing_or_bad_file(
     assert "no such results file" in capsys.readouterr().err
     (tmp_path / "bad.json").write_text("{}")
     assert main(["compare", str(tmp_path / "bad.json"), files["base"]]) == 2
+    assert main(["compare", files["base"]]) == 2
+    assert "'storeprobe compare BASE... NEW'" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exited:
-        main(["compare", files["base"]])
+        main(["compare"])
     assert exited.value.code == 2
 
 
@@ -559,3 +551,59 @@ def test_cli_exits_2_when_nothing_matches(
     assert "only in base" in out
     assert "only in new" in out
     assert "storeprobe: error: no probe of NEW matches one of BASE, 0 compared" in err
+
+
+def test_cli_takes_base_runs_from_several_files_and_a_baseline_directory(
+    tmp_path: Path, files: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = [write(tmp_path / f"run{i}.json", [result([1.0] * 3)]) for i in range(3)]
+    assert main(["compare", *runs, files["slower"], "--fail-slower", "5%"]) == 1
+    assert "| 3 + 1 |" in capsys.readouterr().out
+    directory = tmp_path / "main"
+    directory.mkdir()
+    for i in range(4):
+        write(directory / f"{i:04d}.json", [result([1.0] * 3)])
+    assert (
+        main(["compare", "--baseline", str(directory), files["slower"], "--fail-slower", "5%"]) == 1
+    )
+    assert "| 4 + 1 |" in capsys.readouterr().out
+    # --baseline and base files together: all are base runs
+    assert main(["compare", "--baseline", str(directory), runs[0], files["same"]]) == 0
+    assert "| 5 + 1 |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("problem", "message"),
+    [("missing", "is not a directory"), ("empty", "holds no *.json results file")],
+)
+def test_cli_refuses_a_baseline_that_is_not_a_directory_of_runs(
+    tmp_path: Path,
+    files: dict[str, str],
+    problem: str,
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    directory = tmp_path / problem
+    if problem == "empty":
+        directory.mkdir()
+    assert main(["compare", "--baseline", str(directory), files["slower"]]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_one_base_run_is_inconclusive_exit_0_unless_asked_to_fail(
+    files: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # ten times slower, but one base run: no evidence of how much runs differ
+    assert main(["compare", files["one"], files["slower"], "--fail-slower", "5%"]) == 0
+    out, err = capsys.readouterr()
+    assert "inconclusive: 1 base run and 1 new run" in out
+    assert "storeprobe: 1 of 1 probes inconclusive, not failing" in err
+    assert (
+        main(
+            ["compare", files["one"], files["slower"], "--fail-slower", "5%", "--fail-inconclusive"]
+        )
+        == 3
+    )
+    assert "failing (--fail-inconclusive)" in capsys.readouterr().err
+    assert main(["compare", files["base"], files["same"], "--fail-inconclusive"]) == 3
+    assert main(["compare", files["base"], files["faster"], "--fail-inconclusive"]) == 0

@@ -90,15 +90,26 @@ def test_every_result_of_the_fixture_is_saved_per_machine(tests: pytest.Pytester
     assert [(n, name) for n, name, _ in saved_runs(storage(tests))] == [(1, "base"), (2, "base")]
 
 
+def save_base_runs(tests: pytest.Pytester, factor: float, runs: int = 3) -> list[str]:
+    """``runs`` saved runs named base, each window × ``factor``; their file names."""
+    for _ in range(runs):
+        run(tests, URL, "--storeprobe-save=base", "--storeprobe-repeats=2").assert_outcomes(
+            passed=2
+        )
+    names = [f"{n:04d}_base.json" for n in range(1, runs + 1)]
+    for name in names:
+        scale_saved(storage(tests) / name, factor)
+    return names
+
+
 def test_a_slower_run_fails_the_session(tests: pytest.Pytester) -> None:
-    run(tests, URL, "--storeprobe-save=base").assert_outcomes(passed=2)
-    scale_saved(storage(tests) / "0001_base.json", 1 / 1000)  # the base was 1000 × faster
+    names = save_base_runs(tests, 1 / 1000)  # the base runs were 1000 × faster
     outcome = run(tests, URL, "--storeprobe-compare=base", "--storeprobe-compare-fail=median:5%")
     outcome.assert_outcomes(passed=2)
     assert outcome.ret == 1
     outcome.stdout.fnmatch_lines(
         [
-            f"storeprobe: compared with {storage(tests) / '0001_base.json'}",
+            f"storeprobe: compared with 3 saved runs: {', '.join(names)}",
             "storeprobe: FAILED: 3 of 3 probes slower by more than 5% (--storeprobe-compare-fail)",
             "*new against base: 3 probes compared, 3 regressed*",
         ]
@@ -106,12 +117,25 @@ def test_a_slower_run_fails_the_session(tests: pytest.Pytester) -> None:
 
 
 def test_a_faster_run_passes_and_shows_the_table(tests: pytest.Pytester) -> None:
-    run(tests, URL, "--storeprobe-save=base").assert_outcomes(passed=2)
-    scale_saved(storage(tests) / "0001_base.json", 1000)  # the base was 1000 × slower
+    save_base_runs(tests, 1000)  # the base runs were 1000 × slower
     outcome = run(tests, URL, "--storeprobe-compare=base", "--storeprobe-compare-fail=median:5%")
     assert outcome.ret == 0
     outcome.stdout.fnmatch_lines(["*new against base: 3 probes compared, 0 regressed*"])
-    assert outcome.stdout.str().count(" faster") >= 3
+    assert outcome.stdout.str().count(" not slower") >= 3
+
+
+def test_one_saved_run_is_inconclusive_and_does_not_fail(tests: pytest.Pytester) -> None:
+    save_base_runs(tests, 1 / 1000, runs=1)  # 1000 × faster, but one run: no evidence
+    outcome = run(tests, URL, "--storeprobe-compare=base", "--storeprobe-compare-fail=median:5%")
+    assert outcome.ret == 0
+    outcome.stdout.fnmatch_lines(
+        [
+            "storeprobe: compared with 1 saved run: 0001_base.json",
+            "storeprobe: 3 of 3 probes inconclusive, not failing: too little evidence of how "
+            "much runs differ (save more runs: --storeprobe-save, up to the last 10 are compared)",
+            "*inconclusive (1 base run and 1 new run: how much separate runs differ is unknown*",
+        ]
+    )
 
 
 def test_compare_without_a_name_takes_the_latest_run(tests: pytest.Pytester) -> None:
@@ -122,12 +146,12 @@ def test_compare_without_a_name_takes_the_latest_run(tests: pytest.Pytester) -> 
     directory = storage(tests)
     outcome.stdout.fnmatch_lines(
         [
-            f"storeprobe: compared with {directory / '0002_second.json'}",
+            "storeprobe: compared with 1 saved run: 0002_second.json",
             f"storeprobe: saved 3 results to {directory / '0003_third.json'}",
         ]
     )
     by_number = run(tests, URL, "--storeprobe-compare=1")
-    by_number.stdout.fnmatch_lines([f"storeprobe: compared with {directory / '0001_first.json'}"])
+    by_number.stdout.fnmatch_lines(["storeprobe: compared with 1 saved run: 0001_first.json"])
 
 
 def test_a_machine_id_can_be_given(tests: pytest.Pytester) -> None:
@@ -136,7 +160,7 @@ def test_a_machine_id_can_be_given(tests: pytest.Pytester) -> None:
     )
     assert (tests.path / ".storeprobe" / "ci-runner" / "0001_main.json").is_file()
     outcome = run(tests, URL, "--storeprobe-compare=main", "--storeprobe-machine=ci-runner")
-    outcome.stdout.fnmatch_lines(["storeprobe: compared with */ci-runner/0001_main.json"])
+    outcome.stdout.fnmatch_lines(["storeprobe: compared with 1 saved run: 0001_main.json"])
 
 
 def test_nothing_to_compare_with_is_said_and_does_not_fail(tests: pytest.Pytester) -> None:

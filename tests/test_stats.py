@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 from storeprobe import Environment, Probe, Result, Sample, Workload
 from storeprobe.errors import ConfigurationError
 from storeprobe.notices import Code
-from storeprobe.stats import compare, percentiles, stability_notices, summarize
+from storeprobe.stats import (
+    compare,
+    compare_runs,
+    percentiles,
+    stability_notices,
+    student_t_quantile,
+    summarize,
+)
 from tests.conftest import s3_options
 from tests.helpers import StepClock
 from tests.servers import Server
@@ -228,3 +235,169 @@ def test_s3_downloads_measure_time_to_first_byte_and_cpu(s3_server: Server) -> N
         assert s.cpu_ns > 0
     assert result.latency.p90 is not None
     assert result.latency.p99 is None  # 32 requests cannot support a p99
+
+
+# -- the regression rule over runs (compare_runs) ------------------------------------------------
+ORDER = {"slower": 0, "inconclusive": 1, "not slower": 2}
+
+
+@pytest.mark.parametrize(
+    ("p", "df", "expected"),
+    [  # Student's t table
+        (0.975, 1, 12.7062047),
+        (0.975, 2, 4.3026527),
+        (0.975, 4, 2.7764451),
+        (0.975, 10, 2.2281389),
+        (0.95, 5, 2.0150484),
+        (0.025, 3, -3.1824463),
+        (0.5, 7, 0.0),
+    ],
+)
+def test_student_t_quantiles_match_the_table(p: float, df: int, expected: float) -> None:
+    assert student_t_quantile(p, df) == pytest.approx(expected, abs=1e-6)
+
+
+def test_identical_runs_are_not_slower_exactly() -> None:
+    found = compare_runs([[100.0] * 3] * 5, [[100.0] * 3], threshold=0.05)
+    assert (found.verdict, found.ratio, found.low, found.high) == ("not slower", 1.0, 1.0, 1.0)
+    assert (found.base_runs, found.new_runs, found.run_spread) == (5, 1, 0.0)
+    assert (found.base_runs_needed, found.new_runs_needed) == (None, None)
+    assert found.reason == "5 base runs and 1 new run: the whole interval lies at or above 0.950"
+
+
+def test_a_clearly_shifted_run_is_slower() -> None:
+    base = [[1.00], [1.02], [0.98], [1.01], [0.99]]
+    found = compare_runs(base, [[0.5]], threshold=0.05)
+    assert found.verdict == "slower"
+    assert found.ratio == pytest.approx(0.5, rel=1e-3)
+    assert found.high is not None
+    assert found.high < 0.95
+    # the interval is a prediction interval for one new run: t(0.975, 4) · s · √(1 + 1/5)
+    logs = np.log([1.00, 1.02, 0.98, 1.01, 0.99])
+    spread = float(np.std(logs, ddof=1))
+    assert found.run_spread == pytest.approx(spread)
+    half = 2.7764451 * spread * math.sqrt(1 + 1 / 5)
+    assert math.log(found.high / found.ratio) == pytest.approx(half, rel=1e-6)
+
+
+def test_one_run_each_is_inconclusive_however_many_repeats_and_names_the_runs() -> None:
+    # twice as slow, ten repeats each: one run on each side cannot show how runs differ
+    found = compare_runs([[1.0, 1.1, 0.9] * 3], [[0.5, 0.55, 0.45] * 3], threshold=0.05)
+    assert (found.verdict, found.low, found.high) == ("inconclusive", None, None)
+    assert found.ratio == pytest.approx(0.5)
+    # the least number: the spread within the runs is a floor for the spread between them
+    within = np.var(np.log([1.0, 1.1, 0.9] * 3), ddof=1)
+    floor = math.sqrt(math.pi / 2 * within / 9)
+    assert found.run_spread == pytest.approx(floor)
+    gap = math.log(0.95) - math.log(found.ratio)
+    needed = found.base_runs_needed
+    assert needed is not None
+    assert student_t_quantile(0.975, needed - 1) * floor * math.sqrt(1 / needed + 1) < gap
+    assert needed == 2  # the fewest there can be: one more base run
+    assert f"at least {needed} base runs in all" in found.reason
+    # without any spread (one repeat each) the rule cannot even guess a count
+    blind = compare_runs([[1.0]], [[0.5]], threshold=0.05)
+    assert (blind.verdict, blind.base_runs_needed, blind.run_spread) == ("inconclusive", None, None)
+    assert "another run on either side" in blind.reason
+
+
+def test_too_few_base_runs_is_inconclusive_with_the_runs_that_would_decide() -> None:
+    base = [[1.00], [1.10], [0.92]]
+    found = compare_runs(base, [[0.7]], threshold=0.05)
+    assert found.verdict == "inconclusive"
+    assert found.low is not None
+    assert found.high is not None
+    assert found.low < 0.95 < found.high
+    needed = found.base_runs_needed
+    assert needed is not None
+    assert needed > 3
+    spread = found.run_spread
+    assert spread is not None
+    gap = math.log(0.95) - math.log(found.ratio)
+
+    def half(k: int) -> float:
+        return student_t_quantile(0.975, k - 1) * spread * math.sqrt(1 / k + 1)
+
+    assert half(needed) < gap <= half(needed - 1)
+    assert f"about {needed} base runs in all" in found.reason
+
+
+def test_a_ratio_at_the_threshold_is_never_decided() -> None:
+    base = [[1.0], [1.05], [0.95], [1.0]]
+    found = compare_runs(
+        base, [[0.95 * math.exp(np.log([1.0, 1.05, 0.95, 1.0]).mean())]], threshold=0.05
+    )
+    assert found.verdict == "inconclusive"
+    assert (found.base_runs_needed, found.new_runs_needed, found.each_runs_needed) == (
+        None,
+        None,
+        None,
+    )
+    assert "no number of runs up to 1000 decides it" in found.reason
+
+
+def test_a_false_alarm_rate_within_the_model_is_at_most_a_tail() -> None:
+    # random effects: run level ~ lognormal(0, 0.1), repeats ~ lognormal(level, 0.05);
+    # 400 A/A pairs with 5 base runs: "slower" at threshold 0 is the lower 2.5 % tail
+    rng = np.random.default_rng(7)
+
+    def run() -> np.ndarray:
+        return np.exp(rng.normal(0, 0.1) + rng.normal(0, 0.05, size=3))
+
+    verdicts = [compare_runs([run() for _ in range(5)], [run()]).verdict for _ in range(400)]
+    assert verdicts.count("slower") <= 0.025 * 400 + 3 * math.sqrt(0.025 * 0.975 * 400)
+
+
+runs_strategy = st.lists(
+    st.lists(st.floats(1.0, 100.0), min_size=1, max_size=4), min_size=1, max_size=6
+)
+
+
+@given(
+    base=runs_strategy,
+    new=runs_strategy,
+    scale=st.floats(1e-3, 1e3),
+    threshold=st.sampled_from([0.0, 0.05, 0.2]),
+)
+def test_compare_runs_is_scale_free(
+    base: list[list[float]], new: list[list[float]], scale: float, threshold: float
+) -> None:
+    found = compare_runs(base, new, threshold=threshold)
+    scaled = compare_runs(
+        [[v * scale for v in run] for run in base],
+        [[v * scale for v in run] for run in new],
+        threshold=threshold,
+    )
+    assert scaled.ratio == pytest.approx(found.ratio, rel=1e-9)
+    limit = math.log(1 - threshold)
+    bounds = [found.low, found.high]
+    if all(b is None or abs(math.log(b) - limit) > 1e-9 for b in bounds):  # not on the edge
+        assert scaled.verdict == found.verdict
+
+
+@given(base=runs_strategy, new=runs_strategy, slower=st.floats(0.1, 1.0))
+def test_a_slower_new_run_never_gets_a_better_verdict(
+    base: list[list[float]], new: list[list[float]], slower: float
+) -> None:
+    found = compare_runs(base, new, threshold=0.05)
+    shifted = compare_runs(base, [[v * slower for v in run] for run in new], threshold=0.05)
+    assert shifted.ratio <= found.ratio * (1 + 1e-12)
+    assert ORDER[shifted.verdict] <= ORDER[found.verdict]
+
+
+@pytest.mark.parametrize(
+    ("base", "new", "threshold", "match"),
+    [
+        ([[1.0]], [[1.0]], 1.0, "threshold"),
+        ([[1.0]], [[1.0]], -0.1, "threshold"),
+        ([], [[1.0]], 0.05, "at least one base run"),
+        ([[]], [[1.0]], 0.05, "at least one base run"),
+        ([[1.0]], [[0.0]], 0.05, "positive, finite"),
+        ([[math.nan]], [[1.0]], 0.05, "positive, finite"),
+    ],
+)
+def test_compare_runs_refuses_bad_input(
+    base: list[list[float]], new: list[list[float]], threshold: float, match: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        compare_runs(base, new, threshold=threshold)

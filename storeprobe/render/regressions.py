@@ -71,6 +71,10 @@ class ComparedLike(Protocol):
     @property
     def new_median(self) -> float | None: ...
     @property
+    def base_runs(self) -> int: ...
+    @property
+    def new_runs(self) -> int: ...
+    @property
     def base_repeats(self) -> int: ...
     @property
     def new_repeats(self) -> int: ...
@@ -87,11 +91,17 @@ class ComparedLike(Protocol):
     @property
     def regressed(self) -> bool: ...
     @property
-    def repeats_needed(self) -> int: ...
+    def threshold(self) -> float: ...
     @property
-    def resolution(self) -> float: ...
+    def run_spread(self) -> float | None: ...
     @property
-    def min_repeats(self) -> int: ...
+    def base_runs_needed(self) -> int | None: ...
+    @property
+    def new_runs_needed(self) -> int | None: ...
+    @property
+    def each_runs_needed(self) -> int | None: ...
+    @property
+    def reason(self) -> str: ...
 
 
 class RegressionReportLike(Protocol):
@@ -109,23 +119,13 @@ class RegressionReportLike(Protocol):
     def fail_slower(self) -> float | None: ...
     @property
     def confidence(self) -> float: ...
-    @property
-    def min_repeats(self) -> int: ...
     def to_json(self) -> str: ...
 
 
 def inconclusive_text(row: ComparedLike) -> str:
-    """``"inconclusive: 2 and 5 repeats; a verdict needs at least 3 on each side, about 40
-    to tell 5% apart at this spread"`` (the last part when the spread asks for more)."""
-    text = (
-        f"inconclusive: {row.base_repeats} and {row.new_repeats} repeats; a verdict needs "
-        f"at least {row.min_repeats} on each side"
-    )
-    if row.repeats_needed > row.min_repeats:
-        text += (
-            f", about {row.repeats_needed} to tell {percent(row.resolution)} apart at this spread"
-        )
-    return text
+    """``"inconclusive: 1 base run and 1 new run: how much separate runs differ is
+    unknown; at least 3 base runs in all ... would decide it"``: the verdict and why."""
+    return f"inconclusive: {row.reason}" if row.reason else "inconclusive"
 
 
 def _figure_unit(identity: IdentityLike, figures: Iterable[float | None], unit: str) -> str:
@@ -148,18 +148,20 @@ def _environment_shown(identity: IdentityLike) -> str:
 def regression_legend(report: RegressionReportLike) -> str:
     """The rules behind the verdicts, printed under the comparison table."""
     confidence = f"{report.confidence:.0%}"
+    limit = 1 - (report.fail_slower or 0)
     text = (
-        "ratio: new median ÷ base median of per-repeat figures (B/s; ops/s for head, list, "
-        f"delete); above 1 is faster. {confidence} bootstrap interval of the ratio "
-        "(storeprobe.stats.compare): faster or slower when the whole interval lies above "
-        f"or below 1, else no significant difference; inconclusive with fewer than "
-        f"{report.min_repeats} successful repeats on a side."
+        "ratio: new ÷ base of the runs' medians of per-repeat figures (B/s; ops/s for head, "
+        "list, delete; geometric mean over several runs); above 1 is faster. Each result is "
+        f"one run; the {confidence} interval is as wide as the runs differ from one another "
+        "(storeprobe.stats.compare_runs): slower when the whole interval lies below "
+        f"{limit:.3f}, not slower when at or above, else inconclusive, and always "
+        "inconclusive with one run on each side."
     )
     if report.fail_slower is not None:
         limit = 1 - report.fail_slower
         text += (
             f" {REGRESSED} regressed: slower by more than {percent(report.fail_slower)}, the "
-            f"ratio and the interval's upper bound both below {limit:.3f}."
+            f"whole interval below {limit:.3f}."
         )
     if report.excluded_steps:
         text += (
@@ -174,7 +176,8 @@ def regression_tables(report: RegressionReportLike, unit: str = "workload") -> l
     """The comparison table, then one table of unmatched probes per side (if any).
 
     Columns: target, (environment, when any probe has a label), probe, streams, unit,
-    base and new medians, ratio (new ÷ base), interval, verdict; a regression is marked
+    base and new levels, runs (base + new), ratio (new ÷ base), interval, verdict; a
+    regression is marked
     :data:`REGRESSED`.
     """
     check_unit(unit)
@@ -207,12 +210,14 @@ def regression_tables(report: RegressionReportLike, unit: str = "workload") -> l
             Cell(text="-") if row.ratio is None else Cell(text=f"{row.ratio:.3f}", value=row.ratio)
         )
         interval = "-" if row.low is None or row.high is None else f"{row.low:.3f}–{row.high:.3f}"
+        runs = Cell(text=f"{row.base_runs} + {row.new_runs}")
         verdict = inconclusive_text(row) if row.verdict == "inconclusive" else row.verdict
         rows.append(
             [
                 *labels(row.identity),
                 Cell(text=concrete),
                 *figures,
+                runs,
                 ratio,
                 Cell(text=interval),
                 Cell(text=verdict, mark=REGRESSED if row.regressed else ""),
@@ -220,7 +225,7 @@ def regression_tables(report: RegressionReportLike, unit: str = "workload") -> l
         )
     regressed = sum(row.regressed for row in report.rows)
     interval_name = f"{report.confidence:.0%} interval"
-    header = [*label_header, "unit", "base", "new", "ratio", interval_name, "verdict"]
+    header = [*label_header, "unit", "base", "new", "runs", "ratio", interval_name, "verdict"]
     tables = [
         Table(
             title=f"new against base: {_plural(len(report.rows), 'probe')} compared, "
@@ -272,10 +277,15 @@ def _regressions_csv(report: RegressionReportLike, unit: str) -> str:
             "confidence",
             "verdict",
             "regressed",
+            "base_runs",
+            "new_runs",
             "base_repeats",
             "new_repeats",
-            "repeats_needed",
-            "resolution",
+            "threshold",
+            "run_spread",
+            "base_runs_needed",
+            "new_runs_needed",
+            "each_runs_needed",
         ]
     )
 
@@ -308,10 +318,15 @@ def _regressions_csv(report: RegressionReportLike, unit: str) -> str:
                 row.confidence,
                 row.verdict,
                 int(row.regressed),
+                row.base_runs,
+                row.new_runs,
                 row.base_repeats,
                 row.new_repeats,
-                row.repeats_needed,
-                row.resolution,
+                row.threshold,
+                number(row.run_spread, 4),
+                "" if row.base_runs_needed is None else row.base_runs_needed,
+                "" if row.new_runs_needed is None else row.new_runs_needed,
+                "" if row.each_runs_needed is None else row.each_runs_needed,
             ]
         )
     for status, unmatched in (
@@ -319,7 +334,7 @@ def _regressions_csv(report: RegressionReportLike, unit: str) -> str:
         ("only-in-new", report.unmatched_new),
     ):
         for identity in unmatched:
-            writer.writerow([status, *identity_cells(identity), *[""] * 13])
+            writer.writerow([status, *identity_cells(identity), *[""] * 18])
     return buffer.getvalue()
 
 

@@ -1,0 +1,273 @@
+"""How often does the regression gate cry wolf, and how often does it catch a slowdown?
+
+The gate is ``compare_results(base_runs, new_run, fail_slower=T)``, i.e. the rule of
+:func:`storeprobe.stats.compare_runs`: a probe is slower when the whole interval of the
+ratio new ÷ base, as wide as the base runs differ from one another, lies below 1 − T.
+
+Per storage, a rolling history as in CI: ``--history`` base runs first, then
+``--pairs`` steps; each step makes one new run A (same configuration) and, on S3, one
+run B at each slowdown, and compares each with the ``--history`` A runs before it; then
+A joins the history. A run is one
+``Probe.upload`` and one ``Probe.download`` of ``--workload`` with ``--repeats``
+repeats, one stream, in this process.
+
+- **A/A** (local disk, and ``rclone serve s3`` through A's delay proxy): a
+  pair is a false alarm when the gate fails (any probe slower by more than T).
+- **A/B** (S3 only): A goes through a delay proxy (tests/delay_proxy.py) with a one-way
+  delay D_A (``--base-delay-ms``, 2 ms), B through one whose delay is larger by ΔD, set
+  per probe and per slowdown x from A's per-object time t₀ measured at the start: each
+  request gains ≈ 2ΔD, so ΔD = t₀ · x / (1 − x) / 2 makes B's throughput ≈ (1 − x) of
+  A's. (A proxy without delay for A was tried first: on a loaded machine every sleep in
+  B's proxy costs a wake-up of milliseconds, and a nominal 10 % became 70–80 %.) The
+  slowdown realized (1 − B's level ÷ A's over all runs) is
+  printed beside the nominal one. A probe is detected when its verdict is "slower".
+
+**Interleaved** (``--interleaved w``, 5): the same runs judged as an A/B job that runs
+base and new alternately would be: the last w A runs against the w B runs made right
+after each of them (m = w new runs, so drift between steps hits both sides), and for
+A/A the even A runs of the last 2w against the odd ones.
+
+For contrast, the old rule (bootstrap of one base run's repeats against the new run's,
+``storeprobe.stats.compare``, regressed when the ratio and the interval's top are below
+1 − T) is applied to the same runs, with the latest A run as its base.
+
+Pairs overlap (a rolling window), so they are not independent: read the rates with
+their counts. The full run is the defaults (40 pairs per storage, 10 base runs, 3
+repeats of 32 × 16 KiB, slowdowns 10, 20 and 40 %, interleaved windows of 5; about 30
+minutes, most of it S3 behind the proxies):
+
+    python benchmarks/gate.py
+
+The reduced runs of 2026-12-01 in docs/regressions.md were ``--pairs 20 --history 5
+--levels 0.1 0.2 0.4`` and ``--pairs 20 --history 10 --levels 0.2 0.4``, one storage at a
+time (``--storages local``, ``--storages s3``), on a machine shared with other jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from storeprobe import Probe, Result, Workload
+from storeprobe.comparison import compare_results
+from storeprobe.render import repeat_figures
+from storeprobe.stats import compare
+from tests.conftest import s3_options
+from tests.delay_proxy import DelayProxy
+from tests.servers import rclone_s3
+
+OPERATIONS = ("upload", "download")
+Run = dict[str, Result]  # one Result per operation
+
+
+def run_once(probes: dict[str, Probe], workload: Workload) -> Run:
+    run = {operation: probes[operation].measure(operation, workload) for operation in OPERATIONS}  # type: ignore[arg-type]
+    for operation, result in run.items():
+        if not result.samples:
+            raise RuntimeError(f"{operation}: every repeat failed: {result.errors}")
+    return run
+
+
+def level(runs: list[Run], operation: str) -> float:
+    return statistics.median(statistics.median(repeat_figures(run[operation])) for run in runs)
+
+
+class Tally:
+    """Counts of gate outcomes by (storage, case, probe)."""
+
+    def __init__(self) -> None:
+        self.verdicts: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+        self.gate: dict[tuple[str, str], list[bool]] = defaultdict(list)
+        self.old: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
+        self.spreads: dict[tuple[str, str], list[float]] = defaultdict(list)
+
+    def add(
+        self, storage: str, case: str, history: list[Run], news: list[Run], threshold: float
+    ) -> None:
+        base = [run[operation] for run in history for operation in OPERATIONS]
+        fresh = [run[operation] for run in news for operation in OPERATIONS]
+        report = compare_results(base, fresh, fail_slower=threshold)
+        for row in report.rows:
+            self.verdicts[storage, case, row.identity.operation].append(row.verdict)
+            if row.run_spread is not None:
+                self.spreads[storage, row.identity.operation].append(row.run_spread)
+        self.gate[storage, case].append(report.failed)
+        if len(news) != 1:
+            return
+        new = news[0]
+        for operation in OPERATIONS:
+            old = compare(repeat_figures(new[operation]), repeat_figures(history[-1][operation]))
+            self.old[storage, case, operation].append(
+                old.verdict == "slower" and old.ratio < 1 - threshold and old.high < 1 - threshold
+            )
+
+
+def series(
+    storage: str,
+    a_probes: dict[str, Probe],
+    b_probes: dict[str, dict[str, Probe]],
+    args: argparse.Namespace,
+    tally: Tally,
+    realized: dict[tuple[str, str, str], tuple[float, float]],
+) -> None:
+    workload = Workload.parse(args.workload)
+    history = [run_once(a_probes, workload) for _ in range(args.history)]
+    a_runs = list(history)
+    b_runs: dict[str, list[Run]] = defaultdict(list)
+    started = time.monotonic()
+    for pair in range(args.pairs):
+        new = run_once(a_probes, workload)
+        tally.add(storage, "A/A", history[-args.history :], [new], args.threshold)
+        history.append(new)
+        a_runs.append(new)
+        w = args.interleaved
+        if w and len(a_runs) >= 2 * w:  # alternate A runs: the even ones against the odd
+            window = a_runs[-2 * w :]
+            tally.add(
+                storage, f"A/A, {w}+{w} interleaved", window[0::2], window[1::2], args.threshold
+            )
+        for case, probes in b_probes.items():
+            slow = run_once(probes, workload)
+            b_runs[case].append(slow)
+            tally.add(storage, case, history[-args.history - 1 : -1], [slow], args.threshold)
+            if w and len(b_runs[case]) >= w:  # the last w A runs, each followed by a B run
+                tally.add(
+                    storage,
+                    f"{case}, {w}+{w} interleaved",
+                    a_runs[-w:],
+                    b_runs[case][-w:],
+                    args.threshold,
+                )
+        print(
+            f"  {storage}: pair {pair + 1}/{args.pairs} ({time.monotonic() - started:.0f} s)",
+            file=sys.stderr,
+        )
+    for case, runs in b_runs.items():
+        for operation in OPERATIONS:
+            realized[storage, case, operation] = (level(a_runs, operation), level(runs, operation))
+
+
+def rate(values: list[bool]) -> str:
+    return f"{sum(values)}/{len(values)} = {sum(values) / len(values):.0%}" if values else "-"
+
+
+def report(tally: Tally, realized: dict[tuple[str, str, str], tuple[float, float]]) -> str:
+    lines = [
+        "| storage | case | realized slowdown (upload, download) | gate failed (any probe) "
+        "| upload: slower / inconclusive / not slower | download: slower / inconclusive / "
+        "not slower | old rule, regressed (upload, download) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for storage, case in tally.gate:
+        cells = []
+        for operation in OPERATIONS:
+            verdicts = tally.verdicts[storage, case, operation]
+            cells.append(
+                " / ".join(str(verdicts.count(v)) for v in ("slower", "inconclusive", "not slower"))
+                + f" of {len(verdicts)}"
+            )
+        shown = "-"
+        if not case.startswith("A/A"):
+            plain = case.split(",")[0]
+            shown = ", ".join(
+                f"{1 - new / base:.1%}"
+                for base, new in (realized[storage, plain, op] for op in OPERATIONS)
+            )
+        old = ", ".join(rate(tally.old[storage, case, op]) for op in OPERATIONS)
+        lines.append(
+            f"| {storage} | {case} | {shown} | {rate(tally.gate[storage, case])} | "
+            f"{cells[0]} | {cells[1]} | {old} |"
+        )
+    lines.append("")
+    for (storage, operation), spreads in tally.spreads.items():
+        lines.append(
+            f"{storage}, {operation}: run-to-run spread (sd of log run medians) median "
+            f"{statistics.median(spreads):.1%}, range {min(spreads):.1%}–{max(spreads):.1%} "
+            f"over {len(spreads)} comparisons"
+        )
+    return "\n".join(lines)
+
+
+def per_object_seconds(probes: dict[str, Probe], workload: Workload, runs: int) -> dict[str, float]:
+    found = [run_once(probes, workload) for _ in range(runs)]
+    return {op: workload.total_bytes / level(found, op) / workload.count for op in OPERATIONS}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=40, help="A/A (and A/B) pairs per storage")
+    parser.add_argument("--history", type=int, default=10, help="base runs in each comparison")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workload", default="32x16KiB")
+    parser.add_argument("--threshold", type=float, default=0.05, help="--fail-slower (fraction)")
+    parser.add_argument(
+        "--levels", type=float, nargs="*", default=[0.1, 0.2, 0.4], help="slowdowns for A/B"
+    )
+    parser.add_argument(
+        "--base-delay-ms",
+        type=float,
+        default=2.0,
+        help="A's one-way proxy delay on S3 (B adds to it): both sleep in the proxy, so "
+        "the cost of waking up on a loaded machine hits both",
+    )
+    parser.add_argument(
+        "--interleaved",
+        type=int,
+        default=5,
+        help="also judge w A runs against the w runs interleaved with them (0: not)",
+    )
+    parser.add_argument("--storages", nargs="*", default=["local", "s3"], choices=["local", "s3"])
+    args = parser.parse_args()
+    tally = Tally()
+    realized: dict[tuple[str, str, str], tuple[float, float]] = {}
+    workload = Workload.parse(args.workload)
+    print(
+        f"gate: {args.pairs} pairs per storage, {args.history} base runs each, {args.repeats} "
+        f"repeats of {args.workload} per probe, --fail-slower {args.threshold:.0%}; "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}"
+    )
+    with tempfile.TemporaryDirectory() as work:
+        if "local" in args.storages:
+            local = Probe.from_url(str(Path(work) / "disk"), repeats=args.repeats)
+            (Path(work) / "disk").mkdir()
+            series("local disk", dict.fromkeys(OPERATIONS, local), {}, args, tally, realized)
+        if "s3" in args.storages:
+            with rclone_s3(Path(work) / "s3root") as server:
+                proxies: list[DelayProxy] = []
+
+                def through(delay_s: float) -> Probe:
+                    proxy = DelayProxy(server.port, delay_s).start()
+                    proxies.append(proxy)
+                    options: dict[str, Any] = s3_options(f"http://127.0.0.1:{proxy.port}")
+                    return Probe.from_url("s3://bench/gate", options, repeats=args.repeats)
+
+                try:
+                    base_delay = args.base_delay_ms / 1e3
+                    a_probes = dict.fromkeys(OPERATIONS, through(base_delay))
+                    t0 = per_object_seconds(a_probes, workload, 3)
+                    b_probes: dict[str, dict[str, Probe]] = {}
+                    for x in args.levels:
+                        b_probes[f"B {x:.0%} slower"] = {
+                            op: through(base_delay + t0[op] * x / (1 - x) / 2) for op in OPERATIONS
+                        }
+                    print(
+                        "per-object seconds through the proxy (A): "
+                        + ", ".join(f"{op} {t0[op] * 1e3:.3f} ms" for op in OPERATIONS)
+                    )
+                    series("rclone serve s3", a_probes, b_probes, args, tally, realized)
+                finally:
+                    for proxy in proxies:
+                        proxy.stop()
+    print(report(tally, realized))
+
+
+if __name__ == "__main__":
+    main()
