@@ -95,6 +95,7 @@ __all__ = [
     "backup_time",
     "check_directory",
     "classify",
+    "directory_mtime",
     "du_bytes",
     "file_mtime",
     "logging_s3",
@@ -110,6 +111,12 @@ _CHUNK = 8 << 20  # materialize writes at most this many bytes at a time
 
 
 # -- datasets on disk ---------------------------------------------------------------------
+
+
+def directory_mtime(version: int) -> int:
+    """The mtime :func:`materialize` gives a directory whose entries version ``version``
+    changed: ``BASE_TIME`` + ``version`` days + 1 h (a whole second of its own)."""
+    return BASE_TIME + version * 86_400 + 3_600
 
 
 def file_mtime(file: File) -> int:
@@ -141,20 +148,29 @@ def materialize(dataset: Dataset, root: Path) -> Materialized:
     inode); files not in the version are removed, then directories left empty. Call it
     with version 0, then 1, ... on the same ``root`` to evolve a directory the way a
     user's files evolve.
+
+    A directory whose entries changed (one added or removed) gets the mtime
+    :func:`directory_mtime` of the version, the others keep theirs: as on a real disk a
+    changed directory's mtime moves, but never by chance within the same second as the
+    previous backup (tools compare mtimes in whole seconds, so a fast machine would
+    otherwise see no change where a slow one sees one).
     """
     root.mkdir(parents=True, exist_ok=True)
     wanted = {file.path: file for file in dataset.files}
     removed = 0
+    touched: set[Path] = set()  # directories whose entries changed
     for directory, _, names in os.walk(root):
         for name in names:
             path = Path(directory) / name
             relative = path.relative_to(root).as_posix()
             if relative not in wanted:
                 path.unlink()
+                touched.add(path.parent)
                 removed += 1
     for directory, _, _ in sorted(os.walk(root), key=lambda entry: -len(entry[0])):
         if Path(directory) != root and not os.listdir(directory):
             os.rmdir(directory)
+            touched.add(Path(directory).parent)
     written = kept = written_bytes = 0
     buffer = bytearray(_CHUNK)
     for file in dataset.files:
@@ -167,6 +183,12 @@ def materialize(dataset: Dataset, root: Path) -> Materialized:
         if stat is not None and stat.st_size == file.size and int(stat.st_mtime) == mtime:
             kept += 1
             continue
+        if stat is None:
+            touched.add(path.parent)
+            made = path.parent
+            while not made.exists():
+                touched.add(made.parent)
+                made = made.parent
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "r+b" if stat is not None else "wb") as out:
             for start in range(0, file.size, _CHUNK):
@@ -177,6 +199,10 @@ def materialize(dataset: Dataset, root: Path) -> Materialized:
         os.utime(path, (mtime, mtime))
         written += 1
         written_bytes += file.size
+    when = directory_mtime(dataset.version)
+    for directory in touched:
+        if directory.exists():
+            os.utime(directory, (when, when))
     return Materialized(written=written, written_bytes=written_bytes, removed=removed, kept=kept)
 
 
