@@ -493,7 +493,10 @@ def _report(args: argparse.Namespace) -> int:
         from storeprobe.html_report import html_report, run_command
 
         command = run_command(results) if len(probes) else None
-        args.html.write_text(html_report(results, command=command), encoding="utf-8")
+        document = html_report(
+            results, command=command, unit=args.unit, by=args.by, crown=crown, tie=tie
+        )
+        args.html.write_text(document, encoding="utf-8")
         print(f"HTML report written to {args.html}", file=sys.stderr)
     return EXIT_OK
 
