@@ -17,8 +17,9 @@ RATE_UNITS: tuple[str, ...] = get_args(RateUnit)
 Format = Literal["markdown", "csv", "html", "text"]
 #: the table formats of :func:`render_tables`
 FORMATS: tuple[str, ...] = get_args(Format)
-#: the mark of a winner significantly faster than the runner-up
-CROWN = "👑"
+#: the mark of a winner significantly faster than the runner-up: a word, so it needs no
+#: emoji font and takes the same columns in every terminal
+CROWN = "fastest"
 #: the mark of the fastest figures when the runner-up is not significantly slower
 TIE = "≈"
 #: operations whose figure is operations per second, not a byte rate (metadata probes)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from storeprobe.errors import ConfigurationError
+from storeprobe.notices import Code
 from storeprobe.render.core import (
     CROWN,
     OPS_UNIT,
@@ -79,12 +80,18 @@ def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Tabl
 def crown_legend(crown: str = CROWN, tie: str = TIE, confidence: float = 0.95) -> str:
     """The rule behind the marks, printed under comparison tables."""
     return (
-        f"{crown} fastest in its column and significantly faster than the runner-up: the "
+        f"{crown}: fastest in its column and significantly faster than the runner-up: the "
         f"{confidence:.0%} bootstrap interval of the ratio of median throughputs lies above "
-        f"1 (storeprobe.stats.compare). {tie} the fastest figures, not significantly "
-        "different from the best (or fewer than 2 repeats to tell). Figures are the best "
-        "repeat."
+        f"1 (storeprobe.stats.compare). {tie}: the fastest figures, not significantly "
+        "different from the best (or fewer than 2 repeats to tell). A figure flagged "
+        f"{Code.WINDOW_TOO_SHORT.value} is never marked (its window was too short to time). "
+        "Figures are the best repeat."
     )
+
+
+def _too_short(result: ResultLike) -> bool:
+    """Was a window of ``result`` too short to time? Such a figure gets no mark."""
+    return any(notice.code == Code.WINDOW_TOO_SHORT for notice in result.warnings)
 
 
 def _separable(best: ResultLike, other: ResultLike, confidence: float) -> bool:
@@ -112,12 +119,18 @@ def _mark_column(
     runner_up = cells[ranked[1]][column]
     if best is None or runner_up is None:  # pragma: no cover - ranked holds results only
         return
+    if _too_short(best):  # the fastest figure cannot be trusted: no one is marked
+        return
     winners = [ranked[0]]
     mark = crown if _separable(best, runner_up, confidence) else tie
     if mark == tie:
         for index in ranked[1:]:
             other = cells[index][column]
-            if other is not None and not _separable(best, other, confidence):
+            if (
+                other is not None
+                and not _too_short(other)
+                and not _separable(best, other, confidence)
+            ):
                 winners.append(index)
     for index in winners:
         old = rows[index][column]
