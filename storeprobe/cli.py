@@ -69,9 +69,20 @@ def _unit_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--unit",
         choices=RATE_UNITS,
-        default="workload",
-        help="rate unit of tables and text: workload (KiB/s for objects under 1 MiB, MiB/s "
-        "otherwise), auto (by magnitude), KiB/s, MiB/s or Mibit/s (all 1024-based)",
+        default="auto",
+        help="rate unit of tables and text: auto (by magnitude: KiB/s, MiB/s or GiB/s, so a "
+        "figure has at most 4 digits before the point), workload (KiB/s for objects under "
+        "1 MiB, MiB/s otherwise), KiB/s, MiB/s, GiB/s or Mibit/s (all 1024-based); figures "
+        "show 3 to 4 significant digits",
+    )
+
+
+def _latency_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--latency",
+        action="store_true",
+        help="also print objects/s and per-request latency and time to first byte "
+        "(p50, p90, p99 in ms) of each result",
     )
 
 
@@ -121,6 +132,7 @@ def _probe_options(parser: argparse.ArgumentParser) -> None:
         "failing target keeps what was measured); results already in FILE are kept",
     )
     _unit_option(parser)
+    _latency_option(parser)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -230,6 +242,7 @@ def _parser() -> argparse.ArgumentParser:
         "warnings, the command that reproduces the run) that works offline",
     )
     _unit_option(report)
+    _latency_option(report)
 
     sweep = commands.add_parser(
         "sweep",
@@ -439,6 +452,8 @@ def _run(args: argparse.Namespace) -> int:
     collected = ResultSet(results)
     if results:
         print(render.render_tables([render.results_table(results, args.unit)]))
+        if args.latency:
+            print("\n" + render.render_tables([render.latency_table(results)]))
     if args.per_worker:
         members = [
             member.result
@@ -484,6 +499,8 @@ def _report(args: argparse.Namespace) -> int:
         print(render.render_tables(render.backup_tables(steps), args.format))
     if len(probes):
         print(probes.table(by=args.by, format=args.format, unit=args.unit, crown=crown, tie=tie))
+        if args.latency:
+            print("\n" + render.render_tables([render.latency_table(list(probes))], args.format))
     if args.plot is not None:
         from storeprobe.plot import plot_probes
 
@@ -529,6 +546,8 @@ def _sweep(args: argparse.Namespace) -> int:
             bars.close()
     results = ResultSet(measured)
     print(render.render_tables([render.results_table(measured, args.unit)]))
+    if args.latency:
+        print("\n" + render.render_tables([render.latency_table(measured)]))
     _print_notices(results)
     saturation = results.sweep_saturation()
     if saturation is not None:

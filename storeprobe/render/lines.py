@@ -6,7 +6,7 @@ import html
 
 from storeprobe.render.core import _USUAL_BACKEND, ResultLike, _described, _headline, _unit_of
 from storeprobe.step import Step
-from storeprobe.units import format_bytes
+from storeprobe.units import format_bytes, significant
 
 
 # -- one result --------------------------------------------------------------------------
@@ -50,8 +50,8 @@ def result_line(result: ResultLike, unit: str = "workload") -> str:
     concrete = _unit_of(result, unit)
     best, median = _headline(result, concrete)
     text = (
-        f"{head}: {best:.2f} {concrete} best of {len(result.samples)} (median "
-        f"{median:.2f} {concrete}, {result.best_seconds:.3f} s)"
+        f"{head}: {significant(best)} {concrete} best of {len(result.samples)} (median "
+        f"{significant(median)} {concrete}, {result.best_seconds:.3f} s)"
     )
     if result.errors:
         text += f", {_plural(len(result.errors), 'failed repeat')}"
@@ -75,7 +75,11 @@ def _step_line(result: ResultLike, step: Step) -> str:
 def result_repr(result: ResultLike, unit: str = "workload") -> str:
     """``<Result upload small s3://b streams=1 8192.00 KiB/s n=3 errors=0>``."""
     concrete = _unit_of(result, unit)
-    figure = f"{_headline(result, concrete)[0]:.2f} {concrete}" if result.samples else "no samples"
+    figure = (
+        f"{significant(_headline(result, concrete)[0])} {concrete}"
+        if result.samples
+        else "no samples"
+    )
     return (
         f"<Result {result.operation} {result.workload.label} {result.url} "
         f"streams={result.streams} {figure} n={len(result.samples)} "
@@ -103,7 +107,7 @@ def result_html(result: ResultLike, unit: str = "workload") -> str:
     """A compact two-column HTML table for notebooks (every text escaped)."""
     if result.samples:
         concrete = _unit_of(result, unit)
-        best, median = (f"{value:.2f} {concrete}" for value in _headline(result, concrete))
+        best, median = (f"{significant(value)} {concrete}" for value in _headline(result, concrete))
     else:
         best = median = "failed"
     rows = [
