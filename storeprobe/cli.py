@@ -21,7 +21,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 from fsspec.callbacks import TqdmCallback
@@ -502,10 +502,22 @@ def _report(args: argparse.Namespace) -> int:
         if args.latency:
             print("\n" + render.render_tables([render.latency_table(list(probes))], args.format))
     if args.plot is not None:
-        from storeprobe.plot import plot_probes
+        from storeprobe.plot import plot_backup, plot_probes
 
-        plot_probes(results, unit=args.unit).savefig(args.plot)
-        print(f"chart written to {args.plot}", file=sys.stderr)
+        charts = []
+        if any(r.samples for r in probes):
+            by: Literal["streams", "environment"] = (
+                "environment" if args.by == "environment" else "streams"
+            )
+            charts.append(plot_probes(probes, unit=args.unit, by=by))
+        if any(r.samples for r in steps):
+            charts.append(plot_backup(steps))
+        for index, chart in enumerate(charts):
+            path = args.plot
+            if index:  # a second chart (backup steps beside probes) beside the first
+                path = args.plot.with_name(f"{args.plot.stem}-backup{args.plot.suffix}")
+            chart.savefig(path)
+            print(f"chart written to {path}", file=sys.stderr)
     if args.html is not None:
         from storeprobe.html_report import html_report, run_command
 
