@@ -35,6 +35,8 @@ from storeprobe.cli_output import check_output, save
 from storeprobe.distributed import cluster
 from storeprobe.environment import check_label
 from storeprobe.errors import ConfigurationError, ResultFormatError, StoreProbeError, TargetError
+from storeprobe.mounts import memory_notice
+from storeprobe.notices import Notice
 from storeprobe.probe import MAX_STREAMS, Probe
 from storeprobe.redaction import redact_url
 from storeprobe.render import CROWN, FORMATS, RATE_UNITS, TIE
@@ -396,12 +398,15 @@ def _run(args: argparse.Namespace) -> int:
     bars = _Bars() if _progress_wanted(args) else None
     temporary: str | None = None
     target_name: str | None = None  # the default local target's name across runs
+    on_memory: Notice | None = None  # the default local target is RAM (tmpfs), not a disk
     urls = list(args.urls)
     if not urls:
         temporary = tempfile.mkdtemp(prefix="storeprobe-local-")
         urls = [temporary]
         target_name = f"file://{Path(temporary).parent}"
-        print(f"probing a temporary directory on the local disk: {temporary}", file=sys.stderr)
+        on_memory = memory_notice(temporary)
+        where = "in memory (tmpfs)" if on_memory is not None else "on the local disk"
+        print(f"probing a temporary directory {where}: {temporary}", file=sys.stderr)
     results: list[Result] = []
     refused: dict[int, str] = {}  # index of a URL whose target refused → its redacted URL
     fleet = args.workers is not None or args.scheduler is not None
@@ -426,6 +431,10 @@ def _run(args: argparse.Namespace) -> int:
                                 result = probe.measure(operation, workload)
                             if target_name is not None:
                                 result = attrs.evolve(result, target_name=target_name)
+                            if on_memory is not None:
+                                result = attrs.evolve(
+                                    result, warnings=(*result.warnings, on_memory)
+                                )
                             results.append(result)
                             if args.json is not None:  # on disk as soon as measured
                                 save([result], args.json)
@@ -480,7 +489,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _print_notices(results: ResultSet) -> None:
     for result in results:
-        for line in render.notice_lines(result):
+        for line in render.notice_lines(result, cli=True):
             print(line, file=sys.stderr)
 
 
@@ -523,7 +532,7 @@ def _report(args: argparse.Namespace) -> int:
 
         command = run_command(results) if len(probes) else None
         document = html_report(
-            results, command=command, unit=args.unit, by=args.by, crown=crown, tie=tie
+            results, command=command, unit=args.unit, by=args.by, crown=crown, tie=tie, cli=True
         )
         args.html.write_text(document, encoding="utf-8")
         print(f"HTML report written to {args.html}", file=sys.stderr)

@@ -88,9 +88,9 @@ def _several_machines(results: Sequence[Result]) -> bool:
     return len({r.environment.label or r.environment.hostname for r in results}) > 1
 
 
-def _notice_text(notice: Notice) -> str:
-    """A notice as the HTML report shows it (its code, message and fix)."""
-    return str(notice)
+def _notice_text(notice: Notice, cli: bool) -> str:
+    """A notice as the HTML report shows it (its code, message and fix, for ``cli``)."""
+    return notice.cli_text if cli else str(notice)
 
 
 def _svg(figure: Figure) -> str:
@@ -202,7 +202,7 @@ def _environments(results: Sequence[Result]) -> str:
     return "\n".join(blocks)
 
 
-def _folded_notices(results: Sequence[Result]) -> str:
+def _folded_notices(results: Sequence[Result], cli: bool) -> str:
     """Each result's errors and warnings, folded under a line naming the result."""
     parts: list[str] = []
     for result in results:
@@ -222,7 +222,7 @@ def _folded_notices(results: Sequence[Result]) -> str:
             )
         head = f"{result_line(result, _SUMMARY_UNIT)}: {' and '.join(counts)} ({codes})"
         items = "".join(
-            f'<li class="{kind}">{html.escape(f"{kind}: {_notice_text(notice)}")}</li>'
+            f'<li class="{kind}">{html.escape(f"{kind}: {_notice_text(notice, cli)}")}</li>'
             for kind, notice in notices
         )
         parts.append(
@@ -243,6 +243,7 @@ def html_report(
     by: str = "environment",
     crown: str = CROWN,
     tie: str = TIE,
+    cli: bool = False,
 ) -> str:
     """One self-contained HTML document (see the module docstring).
 
@@ -250,7 +251,8 @@ def html_report(
     that reproduces the run (the CLI passes a ``storeprobe run`` command rebuilt by
     :func:`run_command`). ``unit`` (see :func:`storeprobe.render.resolve_unit`), ``by``
     (``"environment"`` or ``"probe"``: how the comparison tables are laid out), ``crown``
-    and ``tie`` (the marks of winners and ties) are those of ``storeprobe report``.
+    and ``tie`` (the marks of winners and ties) are those of ``storeprobe report``;
+    ``cli=True`` spells the warnings' fixes as command-line flags (``--repeats 10``).
     Charts are drawn when matplotlib is installed; without it the report says so and
     keeps everything else.
 
@@ -302,7 +304,7 @@ def html_report(
         "<h2>Every result, its errors and warnings</h2>",
         render_tables([results_table(rows, unit)], "html"),
         render_tables([latency_table(probes)], "html") if probes else "",
-        _folded_notices(rows),
+        _folded_notices(rows, cli),
         "</section>",
         '<section id="environments">',
         "<h2>Environments</h2>",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 
+from storeprobe.notices import Notice
 from storeprobe.render.core import _USUAL_BACKEND, ResultLike, _described, _headline, _unit_of
 from storeprobe.step import Step
 from storeprobe.units import format_bytes, significant
@@ -87,11 +88,19 @@ def result_repr(result: ResultLike, unit: str = "workload") -> str:
     )
 
 
-def notice_lines(result: ResultLike) -> list[str]:
-    """``"warning: upload small on s3://b, 4 streams: high-variation: ..."``, errors first."""
+def notice_lines(result: ResultLike, *, cli: bool = False) -> list[str]:
+    """``"warning: upload small on s3://b, 4 streams: high-variation: ..."``, errors first.
+
+    ``cli=True`` spells fixes for the command line (``--repeats 10``, not ``repeats=10``:
+    :attr:`storeprobe.notices.Notice.cli_fix`).
+    """
     where = _where(result)
-    return [f"error: {where}: {notice}" for notice in result.errors] + [
-        f"warning: {where}: {notice}" for notice in result.warnings
+
+    def text(notice: Notice) -> str:
+        return notice.cli_text if cli else str(notice)
+
+    return [f"error: {where}: {text(notice)}" for notice in result.errors] + [
+        f"warning: {where}: {text(notice)}" for notice in result.warnings
     ]
 
 
