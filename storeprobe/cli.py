@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import attrs
-from fsspec.callbacks import TqdmCallback
 
 from storeprobe import render
 from storeprobe._version import __version__
@@ -38,6 +37,7 @@ from storeprobe.errors import ConfigurationError, ResultFormatError, StoreProbeE
 from storeprobe.mounts import memory_notice
 from storeprobe.notices import Notice
 from storeprobe.probe import MAX_STREAMS, Probe
+from storeprobe.progress import RateBar
 from storeprobe.redaction import redact_url
 from storeprobe.render import CROWN, FORMATS, RATE_UNITS, TIE
 from storeprobe.result import Result
@@ -322,27 +322,14 @@ def _progress_wanted(args: argparse.Namespace) -> bool:
 
 
 class _Bars:
-    """One tqdm bar per measurement on standard error, through fsspec's TqdmCallback.
-
-    The probe drives the callback from outside its timed window; tqdm redraws at most
-    every 0.1 s.
-    """
+    """One bar per measurement on standard error (:class:`storeprobe.progress.RateBar`:
+    1024-based units, the window's own rate), fed from outside the timed window."""
 
     def __init__(self) -> None:
-        self.options: dict[str, Any] = {
-            "desc": "",
-            "unit": "B",
-            "unit_scale": True,
-            "unit_divisor": 1024,
-            "leave": False,
-            "file": sys.stderr,
-            "mininterval": 0.1,
-        }
-        self.callback = TqdmCallback(tqdm_kwargs=self.options)
+        self.callback = RateBar(file=sys.stderr)
 
     def start(self, description: str) -> None:
-        self.callback.close()  # the next update opens a fresh bar with this description
-        self.options["desc"] = description
+        self.callback.start(description)
 
     def close(self) -> None:
         self.callback.close()
