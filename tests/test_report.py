@@ -531,3 +531,12 @@ def test_latency_table_shows_objects_per_s_percentiles_and_ttfb() -> None:
     cells = [cell.text for cell in latency_table([single]).rows[0]]
     assert cells[1:] == ["-", "-", "-", "-", "-", "-", "-", "1"]
     assert "TTFB p99 (ms)" in render_tables([latency_table([measured, single])], "markdown")
+
+
+def test_shared_legend_printed_once_under_the_last_table(two_by_two: ResultSet) -> None:
+    """Eight tables with one rule: the rule once, at the end (markdown and text)."""
+    several = ResultSet([*two_by_two, result("s3://a", "home", 1.0, streams=4)])
+    for format in ("markdown", "text"):
+        shown = several.table(format=format)
+        assert shown.count("fastest in its column") == 1
+        assert shown.rstrip().endswith("Figures are the best repeat.")

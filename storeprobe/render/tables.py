@@ -7,7 +7,7 @@ import html
 import io
 from collections.abc import Iterable, Sequence
 
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 from wcwidth import wcswidth
 
 from storeprobe.render.core import CROWN, check_format
@@ -158,11 +158,20 @@ def _csv(tables: Sequence[Table]) -> str:
 
 
 def render_tables(tables: Sequence[Table], format: str = "markdown") -> str:
-    """Tables as one string: ``"markdown"``, ``"csv"`` (long form), ``"html"`` or ``"text"``."""
+    """Tables as one string: ``"markdown"``, ``"csv"`` (long form), ``"html"`` or ``"text"``.
+
+    A legend that several tables share is printed once, under the last of them.
+    """
     check_format(format)
     if not tables:
         return ""
     if format == "csv":
         return _csv(tables)
     renderer = {"markdown": _markdown, "html": _html, "text": _text}[format]
-    return "\n\n".join(renderer(table) for table in tables)
+    # a legend shared by several tables is printed once, under the last of them
+    last = {table.legend: index for index, table in enumerate(tables) if table.legend}
+    shown = [
+        table if last.get(table.legend) == index else evolve(table, legend="")
+        for index, table in enumerate(tables)
+    ]
+    return "\n\n".join(renderer(table) for table in shown)
