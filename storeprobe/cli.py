@@ -22,10 +22,9 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import attrs
-from fsspec.callbacks import TqdmCallback
 
 from storeprobe import render
 from storeprobe._version import __version__
@@ -36,7 +35,10 @@ from storeprobe.cli_output import check_output, save
 from storeprobe.distributed import cluster
 from storeprobe.environment import check_label
 from storeprobe.errors import ConfigurationError, ResultFormatError, StoreProbeError, TargetError
+from storeprobe.mounts import memory_notice
+from storeprobe.notices import Notice
 from storeprobe.probe import MAX_STREAMS, Probe
+from storeprobe.progress import RateBar
 from storeprobe.redaction import redact_url
 from storeprobe.render import CROWN, FORMATS, RATE_UNITS, TIE
 from storeprobe.result import Result
@@ -71,9 +73,20 @@ def _unit_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--unit",
         choices=RATE_UNITS,
-        default="workload",
-        help="rate unit of tables and text: workload (KiB/s for objects under 1 MiB, MiB/s "
-        "otherwise), auto (by magnitude), KiB/s, MiB/s or Mibit/s (all 1024-based)",
+        default="auto",
+        help="rate unit of tables and text: auto (by magnitude: KiB/s, MiB/s or GiB/s, so a "
+        "figure has at most 4 digits before the point), workload (KiB/s for objects under "
+        "1 MiB, MiB/s otherwise), KiB/s, MiB/s, GiB/s or Mibit/s (all 1024-based); figures "
+        "show 3 to 4 significant digits",
+    )
+
+
+def _latency_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--latency",
+        action="store_true",
+        help="also print objects/s and per-request latency and time to first byte "
+        "(p50, p90, p99 in ms) of each result",
     )
 
 
@@ -135,6 +148,7 @@ def _probe_options(parser: argparse.ArgumentParser) -> None:
         "failing target keeps what was measured); results already in FILE are kept",
     )
     _unit_option(parser)
+    _latency_option(parser)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -244,6 +258,7 @@ def _parser() -> argparse.ArgumentParser:
         "warnings, the command that reproduces the run) that works offline",
     )
     _unit_option(report)
+    _latency_option(report)
 
     sweep = commands.add_parser(
         "sweep",
@@ -330,27 +345,14 @@ def _progress_wanted(args: argparse.Namespace) -> bool:
 
 
 class _Bars:
-    """One tqdm bar per measurement on standard error, through fsspec's TqdmCallback.
-
-    The probe drives the callback from outside its timed window; tqdm redraws at most
-    every 0.1 s.
-    """
+    """One bar per measurement on standard error (:class:`storeprobe.progress.RateBar`:
+    1024-based units, the window's own rate), fed from outside the timed window."""
 
     def __init__(self) -> None:
-        self.options: dict[str, Any] = {
-            "desc": "",
-            "unit": "B",
-            "unit_scale": True,
-            "unit_divisor": 1024,
-            "leave": False,
-            "file": sys.stderr,
-            "mininterval": 0.1,
-        }
-        self.callback = TqdmCallback(tqdm_kwargs=self.options)
+        self.callback = RateBar(file=sys.stderr)
 
     def start(self, description: str) -> None:
-        self.callback.close()  # the next update opens a fresh bar with this description
-        self.options["desc"] = description
+        self.callback.start(description)
 
     def close(self) -> None:
         self.callback.close()
@@ -406,12 +408,15 @@ def _run(args: argparse.Namespace) -> int:
     bars = _Bars() if _progress_wanted(args) else None
     temporary: str | None = None
     target_name: str | None = None  # the default local target's name across runs
+    on_memory: Notice | None = None  # the default local target is RAM (tmpfs), not a disk
     urls = list(args.urls)
     if not urls:
         temporary = tempfile.mkdtemp(prefix="storeprobe-local-")
         urls = [temporary]
         target_name = f"file://{Path(temporary).parent}"
-        print(f"probing a temporary directory on the local disk: {temporary}", file=sys.stderr)
+        on_memory = memory_notice(temporary)
+        where = "in memory (tmpfs)" if on_memory is not None else "on the local disk"
+        print(f"probing a temporary directory {where}: {temporary}", file=sys.stderr)
     results: list[Result] = []
     refused: dict[int, str] = {}  # index of a URL whose target refused → its redacted URL
     fleet = args.workers is not None or args.scheduler is not None
@@ -436,6 +441,10 @@ def _run(args: argparse.Namespace) -> int:
                                 result = probe.measure(operation, workload)
                             if target_name is not None:
                                 result = attrs.evolve(result, target_name=target_name)
+                            if on_memory is not None:
+                                result = attrs.evolve(
+                                    result, warnings=(*result.warnings, on_memory)
+                                )
                             results.append(result)
                             if args.json is not None:  # on disk as soon as measured
                                 save([result], args.json)
@@ -462,6 +471,8 @@ def _run(args: argparse.Namespace) -> int:
     collected = ResultSet(results)
     if results:
         print(render.render_tables([render.results_table(results, args.unit)]))
+        if args.latency:
+            print("\n" + render.render_tables([render.latency_table(results)]))
     if args.per_worker:
         members = [
             member.result
@@ -488,7 +499,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _print_notices(results: ResultSet) -> None:
     for result in results:
-        for line in render.notice_lines(result):
+        for line in render.notice_lines(result, cli=True):
             print(line, file=sys.stderr)
 
 
@@ -507,16 +518,33 @@ def _report(args: argparse.Namespace) -> int:
         print(render.render_tables(render.backup_tables(steps), args.format))
     if len(probes):
         print(probes.table(by=args.by, format=args.format, unit=args.unit, crown=crown, tie=tie))
+        if args.latency:
+            print("\n" + render.render_tables([render.latency_table(list(probes))], args.format))
     if args.plot is not None:
-        from storeprobe.plot import plot_probes
+        from storeprobe.plot import plot_backup, plot_probes
 
-        plot_probes(results, unit=args.unit).savefig(args.plot)
-        print(f"chart written to {args.plot}", file=sys.stderr)
+        charts = []
+        if any(r.samples for r in probes):
+            by: Literal["streams", "environment"] = (
+                "environment" if args.by == "environment" else "streams"
+            )
+            charts.append(plot_probes(probes, unit=args.unit, by=by))
+        if any(r.samples for r in steps):
+            charts.append(plot_backup(steps))
+        for index, chart in enumerate(charts):
+            path = args.plot
+            if index:  # a second chart (backup steps beside probes) beside the first
+                path = args.plot.with_name(f"{args.plot.stem}-backup{args.plot.suffix}")
+            chart.savefig(path)
+            print(f"chart written to {path}", file=sys.stderr)
     if args.html is not None:
         from storeprobe.html_report import html_report, run_command
 
         command = run_command(results) if len(probes) else None
-        args.html.write_text(html_report(results, command=command), encoding="utf-8")
+        document = html_report(
+            results, command=command, unit=args.unit, by=args.by, crown=crown, tie=tie, cli=True
+        )
+        args.html.write_text(document, encoding="utf-8")
         print(f"HTML report written to {args.html}", file=sys.stderr)
     return EXIT_OK
 
@@ -549,6 +577,8 @@ def _sweep(args: argparse.Namespace) -> int:
             bars.close()
     results = ResultSet(measured)
     print(render.render_tables([render.results_table(measured, args.unit)]))
+    if args.latency:
+        print("\n" + render.render_tables([render.latency_table(measured)]))
     _print_notices(results)
     saturation = results.sweep_saturation()
     if saturation is not None:

@@ -3,12 +3,12 @@
 :func:`html_report` returns a single HTML document that works offline: the charts are
 inline SVG (text drawn as paths, so no font is needed), the only style is an inline
 ``<style>``, and nothing is loaded from anywhere: no script, stylesheet, font or image.
-It holds the comparison tables with their crowns and legend, the summary a notebook
-shows (:meth:`storeprobe.ResultSet._repr_html_`: one row per result, every error and
-warning with its code), the
+It leads with the comparison tables (their marks explained once, under them) and the
 charts (:func:`storeprobe.plot.plot_probes`, and :func:`storeprobe.plot.plot_backup`
-when there are backup steps), each environment, what was timed and how, and a command
-that reproduces the run. Results are redacted when they are made, so no secret can
+when there are backup steps); then one row per result with its errors and warnings
+folded (``<details>``) under a line naming the result; one block per machine (its
+label, else its host name), what was timed and how, and a command that reproduces
+the run. Results are redacted when they are made, so no secret can
 appear; :func:`run_command` writes storage options as ``-o KEY=...`` placeholders.
 """
 
@@ -19,13 +19,27 @@ import io
 import re
 import shlex
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
+
+import attrs
 
 from storeprobe.errors import ConfigurationError
+from storeprobe.notices import Notice
 from storeprobe.plot import plot_backup, plot_probes
-from storeprobe.render import target_label
+from storeprobe.render import (
+    CROWN,
+    TIE,
+    Table,
+    backup_tables,
+    check_unit,
+    comparison_tables,
+    latency_table,
+    render_tables,
+    result_line,
+    results_table,
+    target_label,
+)
 from storeprobe.result import Result
-from storeprobe.resultset import ResultSet
 from storeprobe.units import format_bytes, format_size
 
 if TYPE_CHECKING:
@@ -61,7 +75,22 @@ pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; white-space: pre-wr
 dl.environment { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1em; }
 dl.environment dt { font-weight: bold; }
 dl.environment dd { margin: 0; }
+details.notices { margin: 0.3em 0; } details.notices summary { cursor: pointer; }
+p.legend { font-size: 0.9em; color: #444; }
 """
+
+
+#: the unit of the one-line headings of folded notices
+_SUMMARY_UNIT = "auto"
+
+
+def _several_machines(results: Sequence[Result]) -> bool:
+    return len({r.environment.label or r.environment.hostname for r in results}) > 1
+
+
+def _notice_text(notice: Notice, cli: bool) -> str:
+    """A notice as the HTML report shows it (its code, message and fix, for ``cli``)."""
+    return notice.cli_text if cli else str(notice)
 
 
 def _svg(figure: Figure) -> str:
@@ -120,57 +149,141 @@ def run_command(results: Iterable[Result]) -> str:
     return command
 
 
-def _environments(results: Sequence[Result]) -> str:
-    seen: dict[tuple[str, str | None, str], Result] = {}
+def _machines(results: Sequence[Result]) -> list[tuple[str, list[Result]]]:
+    """Results grouped by machine: its label, else its host name, in order of first use."""
+    groups: dict[str, list[Result]] = {}
     for result in results:
         env = result.environment
-        seen.setdefault((env.hostname, env.label, env.utc), result)
+        groups.setdefault(env.label or env.hostname, []).append(result)
+    return list(groups.items())
+
+
+def _environments(results: Sequence[Result]) -> str:
+    """One block per machine (label, else host): what it was, and when it measured."""
     blocks: list[str] = []
-    for (hostname, label, _), result in seen.items():
-        env = result.environment
+    for title, members in _machines(results):
+        env = members[-1].environment
+        times = sorted({m.environment.utc for m in members if m.environment.utc})
+        when = (
+            "unknown"
+            if not times
+            else times[0]
+            if len(times) == 1
+            else f"{times[0]} to {times[-1]}"
+        )
+        hosts = ", ".join(dict.fromkeys(m.environment.hostname for m in members))
         rows: list[tuple[str, str]] = [
-            ("host", hostname),
-            ("measured (UTC)", env.utc or "unknown"),
+            ("host", hosts),
+            ("measured (UTC)", when),
+            ("results", str(len(members))),
             ("CPU", f"{env.cpu_model or 'unknown model'}, {env.cpu_count} logical CPUs"),
             ("memory", format_bytes(env.memory_bytes) if env.memory_bytes else "unknown"),
             ("operating system", env.operating_system or env.platform),
             ("Python", env.python),
             ("packages", ", ".join(f"{k} {v}" for k, v in sorted(env.packages.items()))),
         ]
-        if env.endpoint:
-            rtt = f"{env.rtt_s * 1000:.2f} ms" if env.rtt_s is not None else env.rtt_note or "-"
-            rows.append(("endpoint", f"{env.endpoint}, connect RTT {rtt}"))
-        else:
+        endpoints = dict.fromkeys(
+            (m.environment.endpoint, m.environment.rtt_s, m.environment.rtt_note)
+            for m in members
+            if m.environment.endpoint
+        )
+        for endpoint, rtt_s, note in endpoints:
+            rtt = f"{rtt_s * 1000:.2f} ms" if rtt_s is not None else note or "-"
+            rows.append(("endpoint", f"{endpoint}, connect RTT {rtt}"))
+        if not endpoints:
             rows.append(("endpoint", "none recorded (a local target, or an older result file)"))
         items = "".join(
             f"<dt>{html.escape(key)}</dt><dd>{html.escape(value)}</dd>" for key, value in rows
         )
-        title = html.escape(label or hostname)
-        blocks.append(f'<h3>{title}</h3>\n<dl class="environment">{items}</dl>')
+        blocks.append(
+            f'<section class="environment"><h3>{html.escape(title)}</h3>\n'
+            f'<dl class="environment">{items}</dl></section>'
+        )
     return "\n".join(blocks)
 
 
+def _folded_notices(results: Sequence[Result], cli: bool) -> str:
+    """Each result's errors and warnings, folded under a line naming the result."""
+    parts: list[str] = []
+    for result in results:
+        notices = [
+            *(("error", n) for n in result.errors),
+            *(("warning", n) for n in result.warnings),
+        ]
+        if not notices:
+            continue
+        codes = ", ".join(dict.fromkeys(notice.code.value for _, notice in notices))
+        counts = []
+        if result.errors:
+            counts.append(f"{len(result.errors)} error{'s' if len(result.errors) != 1 else ''}")
+        if result.warnings:
+            counts.append(
+                f"{len(result.warnings)} warning{'s' if len(result.warnings) != 1 else ''}"
+            )
+        head = f"{result_line(result, _SUMMARY_UNIT)}: {' and '.join(counts)} ({codes})"
+        items = "".join(
+            f'<li class="{kind}">{html.escape(f"{kind}: {_notice_text(notice, cli)}")}</li>'
+            for kind, notice in notices
+        )
+        parts.append(
+            f'<details class="notices"><summary>{html.escape(head)}</summary>'
+            f"<ul>{items}</ul></details>"
+        )
+    if not parts:
+        return '<p class="notices">No errors or warnings.</p>'
+    return "\n".join(parts)
+
+
 def html_report(
-    results: Iterable[Result], *, title: str | None = None, command: str | None = None
+    results: Iterable[Result],
+    *,
+    title: str | None = None,
+    command: str | None = None,
+    unit: str = "workload",
+    by: str = "environment",
+    crown: str = CROWN,
+    tie: str = TIE,
+    cli: bool = False,
 ) -> str:
     """One self-contained HTML document (see the module docstring).
 
     ``title`` defaults to ``"storeprobe report"``; ``command`` is shown as the command
     that reproduces the run (the CLI passes a ``storeprobe run`` command rebuilt by
-    :func:`run_command`). Charts are drawn when matplotlib is installed; without it the
-    report says so and keeps everything else.
+    :func:`run_command`). ``unit`` (see :func:`storeprobe.render.resolve_unit`), ``by``
+    (``"environment"`` or ``"probe"``: how the comparison tables are laid out), ``crown``
+    and ``tie`` (the marks of winners and ties) are those of ``storeprobe report``;
+    ``cli=True`` spells the warnings' fixes as command-line flags (``--repeats 10``).
+    Charts are drawn when matplotlib is installed; without it the report says so and
+    keeps everything else.
+
+    Order: the comparison tables with one legend, the charts, one row per result with
+    its errors and warnings folded under it, one block per machine, the method, the
+    command.
     """
     rows = list(results)
     if not rows:
         raise ConfigurationError("nothing to report: no results")
-    summary = ResultSet(rows)._repr_html_()
+    check_unit(unit)
     heading = html.escape(title or "storeprobe report")
     targets = ", ".join(dict.fromkeys(target_label(r) for r in rows))
+    steps = [r for r in rows if r.step is not None]
+    probes = [r for r in rows if r.step is None]
+    tables: list[Table] = []
+    if steps:
+        tables += backup_tables(steps)
+    if probes:
+        tables += comparison_tables(probes, by=by, unit=unit, crown=crown, tie=tie)
+    legends = list(dict.fromkeys(table.legend for table in tables if table.legend))
+    bare = [attrs.evolve(table, legend="") for table in tables]
+    legend_html = "".join(f'<p class="legend">{html.escape(text)}</p>' for text in legends)
     charts: list[str] = []
     try:
-        if any(r.samples and r.step is None for r in rows):
-            charts.append(_svg(plot_probes(r for r in rows if r.step is None)))
-        if any(r.samples and r.step is not None for r in rows):
+        if any(r.samples for r in probes):
+            chart_by: Literal["streams", "environment"] = (
+                "environment" if by == "environment" and _several_machines(probes) else "streams"
+            )
+            charts.append(_svg(plot_probes(probes, unit=unit, by=chart_by)))
+        if any(r.samples for r in steps):
             charts.append(_svg(plot_backup(rows)))
     except ImportError:
         charts = ["<p>Charts need matplotlib: pip install 'storeprobe[plot]'.</p>"]
@@ -178,12 +291,25 @@ def html_report(
     sections = [
         f"<h1>{heading}</h1>",
         f"<p>{len(rows)} results from {html.escape(targets)}.</p>",
-        "<h2>Comparison, every result, errors and warnings</h2>",
-        summary,
+        '<section id="comparison">',
+        "<h2>Comparison</h2>",
+        render_tables(bare, "html"),
+        legend_html,
+        "</section>",
+        '<section id="charts">',
         "<h2>Charts</h2>",
         chart_html or "<p>No successful repeat to chart.</p>",
+        "</section>",
+        '<section id="results">',
+        "<h2>Every result, its errors and warnings</h2>",
+        render_tables([results_table(rows, unit)], "html"),
+        render_tables([latency_table(probes)], "html") if probes else "",
+        _folded_notices(rows, cli),
+        "</section>",
+        '<section id="environments">',
         "<h2>Environments</h2>",
         _environments(rows),
+        "</section>",
         "<h2>What was timed and how</h2>",
         f'<p class="method">{html.escape(METHOD)}</p>',
     ]

@@ -312,6 +312,8 @@ class MetadataMeasurement:
                     message="a listing's pages follow one another (each continues the "
                     f"last): one request in flight, whatever streams={self.settings.streams} says",
                     fix="compare listings at streams=1",
+                    option="streams",
+                    value="1",
                 )
             )
         elif self.effective_streams < self.settings.streams:

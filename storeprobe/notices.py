@@ -4,9 +4,16 @@ A :class:`Notice` is what a Result says about itself. Tests and users match its
 ``code`` (a :class:`Code`, stable across releases), never a substring of its message::
 
     >>> notice = Notice(code=Code.HIGH_VARIATION, message="throughput varies by 14 %",
-    ...                 fix="run more repeats (repeats=10) and compare medians")
+    ...                 fix="run more repeats (repeats=10) and compare medians",
+    ...                 option="repeats", value="10")
     >>> str(notice)
     'high-variation: throughput varies by 14 %: run more repeats (repeats=10) and compare medians'
+    >>> notice.cli_text
+    'high-variation: throughput varies by 14 %: run more repeats (--repeats 10) and compare medians'
+
+A fix that names a setting carries it as data (``option``, ``value``), so each surface
+spells it as its readers type it: ``repeats=10`` in Python, ``--repeats 10`` on the
+command line (:attr:`Notice.cli_fix`).
 
 Codes are listed, with what each means, on the docs page ``docs/concepts.md``.
 """
@@ -77,6 +84,9 @@ class Code(enum.StrEnum):
     NOT_RUN = "not-run"
     #: a worker of a distributed probe failed or was lost: the aggregate is not reported
     WORKER_FAILED = "worker-failed"
+    #: the local target is a memory filesystem (tmpfs, ramfs): the figure is RAM speed,
+    #: not a disk's
+    MEMORY_FILESYSTEM = "memory-filesystem"
     #: a notice from a results document written before codes existed (schema 1)
     UNCLASSIFIED = "unclassified"
 
@@ -90,28 +100,52 @@ class Notice:
     """One warning or error of a Result.
 
     ``code`` is stable (see :class:`Code`); ``message`` says what happened, ``fix`` what
-    to do about it (may be empty); ``repeat`` is the 1-based repeat it concerns, or
-    None when it concerns the whole probe.
+    to do about it (may be empty), spelled for Python; ``repeat`` is the 1-based repeat
+    it concerns, or None when it concerns the whole probe. ``option`` and ``value`` name
+    the setting the fix changes (``"repeats"``, ``"10"``), written ``option=value`` in
+    ``fix``; :attr:`cli_fix` spells it ``--option value``.
     """
 
     code: Code = field(converter=_code)
     message: str
     fix: str = ""
     repeat: int | None = None
+    option: str = ""
+    value: str = ""
+
+    @property
+    def cli_fix(self) -> str:
+        """The fix as a command-line user types it: ``--repeats 10``, not ``repeats=10``."""
+        if not self.option:
+            return self.fix
+        flag = "--" + self.option.replace("_", "-")
+        bare = self.value.strip("'\"")
+        return self.fix.replace(f"{self.option}={self.value}", f"{flag} {bare}")
+
+    def _text(self, fix: str) -> str:
+        where = f"repeat {self.repeat}: " if self.repeat is not None else ""
+        return f"{where}{self.code.value}: {self.message}" + (f": {fix}" if fix else "")
 
     def __str__(self) -> str:
-        where = f"repeat {self.repeat}: " if self.repeat is not None else ""
-        fix = f": {self.fix}" if self.fix else ""
-        return f"{where}{self.code.value}: {self.message}{fix}"
+        return self._text(self.fix)
+
+    @property
+    def cli_text(self) -> str:
+        """``str(notice)`` with the fix spelled for the command line (:attr:`cli_fix`)."""
+        return self._text(self.cli_fix)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
+        """A JSON-ready dict (``option`` and ``value`` only when the fix names a setting)."""
+        data: dict[str, Any] = {
             "code": self.code.value,
             "message": self.message,
             "fix": self.fix,
             "repeat": self.repeat,
         }
+        if self.option:
+            data["option"] = self.option
+            data["value"] = self.value
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Notice:
@@ -121,4 +155,6 @@ class Notice:
             message=data["message"],
             fix=data.get("fix", ""),
             repeat=data.get("repeat"),
+            option=data.get("option", ""),
+            value=data.get("value", ""),
         )

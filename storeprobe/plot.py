@@ -109,8 +109,17 @@ def _value_text(value: float) -> str:
     return f"{value:.2f}"
 
 
+def _tick_text(value: float, _position: object = None) -> str:
+    """A tick label with thousands separators and no exponent: ``2,500,000``, ``0.5``."""
+    if value == int(value):
+        return f"{value:,.0f}"
+    return f"{value:,.6g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
 def _plain(ax: Axes, axis: Literal["x", "y"]) -> None:
-    ax.ticklabel_format(axis=axis, style="plain", useOffset=False)
+    from matplotlib.ticker import FuncFormatter
+
+    (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(FuncFormatter(_tick_text))
 
 
 def _environment_name(results: Sequence[Result]) -> Callable[[Result], str]:
@@ -222,6 +231,23 @@ def _small_multiples(figure: Figure, panels: int, *, horizontal: bool) -> list[A
     return axes[:panels]
 
 
+#: the key's entries for the marks on every bar
+WHISKER_KEY = "whisker: slowest to fastest repeat"
+MEDIAN_KEY = "white mark: median repeat"
+
+
+def _marks_key() -> dict[str, Any]:
+    """Legend handles for the whisker and the median mark (see :func:`_grouped_bars`)."""
+    from matplotlib import patheffects
+    from matplotlib.lines import Line2D
+
+    outline = [patheffects.withStroke(linewidth=3.5, foreground="#333333")]
+    return {
+        WHISKER_KEY: Line2D([], [], color="#333333", linewidth=1),
+        MEDIAN_KEY: Line2D([], [], color="#ffffff", linewidth=1.5, path_effects=outline),
+    }
+
+
 def _legend(figure: Figure, axes: Sequence[Axes], title: str) -> None:
     seen: dict[str, Any] = {}
     for ax in axes:
@@ -229,6 +255,7 @@ def _legend(figure: Figure, axes: Sequence[Axes], title: str) -> None:
         for handle, label in zip(handles, labels, strict=True):
             seen.setdefault(label, handle)
     if seen:
+        seen.update(_marks_key())
         figure.legend(
             list(seen.values()),
             list(seen),
@@ -438,9 +465,10 @@ def _step_order(label: str) -> tuple[bool, int, str]:
 def plot_backup(results: Iterable[Result]) -> Figure:
     """Seconds per step per storage: the chart backup comparisons publish.
 
-    One panel per method and dataset (as :func:`storeprobe.render.backup_tables`), one
-    group of bars per step (``backup 1`` …, then ``restore 1 (full)`` …), one bar per
-    target and stream count (and environment, when there are several). A bar is the
+    One panel per scenario (every dataset version of it together), one group of bars
+    per step (``backup 1`` …, then ``restore 1 (full)`` …), one bar per method, target
+    and stream count (and environment, when there are several), so two methods are
+    never merged into one bar. A bar is the
     step's best seconds, as in the table; whiskers and the median mark show the spread
     when a step was repeated. Shorter is faster. Steps that failed have no bar.
     """
@@ -452,19 +480,26 @@ def plot_backup(results: Iterable[Result]) -> Figure:
     environment = _environment_name(steps)
     several_envs = len({environment(r) for r in steps}) > 1
 
+    several_targets = len({target_label(r) for r in steps}) > 1
+
     def series_of(result: Result) -> str:
-        name = f"{target_label(result)}, {_plural(result.streams, 'stream')}"
+        assert result.step is not None
+        name = f"{result.step.method}, {_plural(result.streams, 'stream')}"
+        if several_targets:
+            name = (
+                f"{result.step.method}, {target_label(result)}, {_plural(result.streams, 'stream')}"
+            )
         return f"{name}, {environment(result)}" if several_envs else name
 
-    panels: dict[tuple[str, str], list[Result]] = {}
+    panels: dict[str, list[Result]] = {}
     for result in steps:
         assert result.step is not None
-        panels.setdefault((result.step.method, result.step.dataset), []).append(result)
+        panels.setdefault(result.step.scenario, []).append(result)
     series = list(dict.fromkeys(series_of(r) for r in steps))
     colours = {name: _colour(index) for index, name in enumerate(series)}
     figure: Figure = _figure_class()(figsize=(7.0, 1.4 + 3.0 * len(panels)), layout="constrained")
     axes = _small_multiples(figure, len(panels), horizontal=True)
-    for ax, ((method, dataset), members) in zip(axes, panels.items(), strict=True):
+    for ax, (scenario, members) in zip(axes, panels.items(), strict=True):
         labels = sorted({r.step.label for r in members if r.step is not None}, key=_step_order)
         bars: dict[tuple[str, str], _Bar] = {}
         for result in members:
@@ -472,8 +507,10 @@ def plot_backup(results: Iterable[Result]) -> Figure:
             seconds = [s.seconds for s in result.samples]
             bars[(result.step.label, series_of(result))] = _Bar(result.best_seconds, seconds)
         _grouped_bars(ax, labels, series, bars, colours, unit="s", horizontal=False)
-        ax.set_title(f"{method} method, {dataset}", fontsize=10)
-    _legend(figure, axes, "target, streams")
+        datasets = list(dict.fromkeys(r.step.dataset for r in members if r.step is not None))
+        first = f"{datasets[0]} and {_plural(len(datasets) - 1, 'later version')}"
+        ax.set_title(f"{scenario}: {first if len(datasets) > 1 else datasets[0]}", fontsize=10)
+    _legend(figure, axes, "method, target, streams" if several_targets else "method, streams")
     _suptitle(figure, "seconds per backup and restore step (shorter is faster)", steps)
     return figure
 

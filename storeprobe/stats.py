@@ -53,6 +53,8 @@ __all__ = [
 CLIENT_BOUND_FRACTION = 0.9
 #: coefficient of variation of throughput over repeats above which results are unstable
 HIGH_VARIATION = 0.10
+#: the repeats a high-variation notice advises (not advised to a run that had as many)
+ADVISED_REPEATS = 10
 #: first repeat this much slower than the median of the others: a warm-up effect
 WARM_UP_FACTOR = 1.5
 #: a window shorter than this many clock ticks is too short to time well
@@ -532,12 +534,18 @@ def stability_notices(
     if rates.size >= 2:
         summary = summarize(rates)
         if summary.cv > HIGH_VARIATION:
+            more = summary.n < ADVISED_REPEATS  # never advise what the run already did
             found.append(
                 Notice(
                     code=Code.HIGH_VARIATION,
                     message=f"throughput varies by {summary.cv:.0%} (coefficient of "
                     f"variation) over {summary.n} repeats",
-                    fix="run more repeats (repeats=10) and compare medians",
+                    fix=f"run more repeats (repeats={ADVISED_REPEATS}) and compare medians"
+                    if more
+                    else "the spread is real at this many repeats: compare medians, and look "
+                    "for what else loads the machine, the network or the storage",
+                    option="repeats" if more else "",
+                    value=str(ADVISED_REPEATS) if more else "",
                 )
             )
     if elapsed.size >= 3:
@@ -571,7 +579,9 @@ def stability_notices(
                 code=Code.CLIENT_BOUND,
                 message=f"storeprobe's process was busy {float(known.min()):.0%} of the "
                 "window on the CPU: the client, not the storage, limited this figure",
-                fix="try more streams, a faster client (e.g. obstore) or a less loaded machine",
+                fix="try more streams, a faster client (e.g. obstore) or a less loaded machine"
+                if remote
+                else "try more streams or a less loaded machine",
             )
         )
     if operation == "download" and remote and float(rates.max()) > IMPOSSIBLE_NETWORK_RATE:

@@ -23,11 +23,13 @@ __all__ = [
     "format_bytes",
     "format_rate",
     "format_size",
+    "gib_per_s",
     "kib_per_s",
     "mib_per_s",
     "mibit_per_s",
     "parse_size",
     "rate_in",
+    "significant",
 ]
 
 KiB = 1024
@@ -97,6 +99,34 @@ def mibit_per_s(bytes_per_s: float) -> float:
     return 8 * bytes_per_s / MiB
 
 
+def gib_per_s(bytes_per_s: float) -> float:
+    """Convert bytes per second to GiB/s (÷ 1024³)."""
+    return bytes_per_s / GiB
+
+
+def significant(value: float) -> str:
+    """A figure with 3 to 4 significant digits, never in exponent form.
+
+    ``264140.09`` → ``"264140"``, ``1150.4`` → ``"1150"``, ``257.94`` → ``"257.9"``,
+    ``25.794`` → ``"25.79"``, ``2.5794`` → ``"2.579"``, ``0.25794`` → ``"0.258"``.
+    """
+    if value != value or value in (float("inf"), float("-inf")):
+        return str(value)
+    size = abs(value)
+    if size >= 1000:
+        return f"{value:.0f}"
+    if size >= 100:
+        return f"{value:.1f}"
+    if size >= 10:
+        return f"{value:.2f}"
+    if size >= 1 or size == 0:
+        return f"{value:.3f}" if size else "0"
+    digits = 2
+    while size * 10 ** (digits + 1) < 100 and digits < 12:
+        digits += 1
+    return f"{value:.{digits + 1}f}"
+
+
 def format_bytes(nbytes: float) -> str:
     """A byte count to two decimals in the largest binary unit it reaches:
     ``4219053`` → ``"4.02 MiB"``, ``512`` → ``"512 B"``."""
@@ -118,18 +148,26 @@ def format_size(nbytes: int) -> str:
 
 
 #: the 1024-based rate units, each with its converter from B/s
-RATE_CONVERTERS = {"KiB/s": kib_per_s, "MiB/s": mib_per_s, "Mibit/s": mibit_per_s}
+RATE_CONVERTERS = {
+    "KiB/s": kib_per_s,
+    "MiB/s": mib_per_s,
+    "GiB/s": gib_per_s,
+    "Mibit/s": mibit_per_s,
+}
 
 
 def rate_in(bytes_per_s: float, unit: str) -> float:
-    """``bytes_per_s`` (B/s) in ``unit``: ``"KiB/s"``, ``"MiB/s"`` or ``"Mibit/s"``."""
+    """``bytes_per_s`` (B/s) in ``unit``: ``"KiB/s"``, ``"MiB/s"``, ``"GiB/s"`` or ``"Mibit/s"``."""
     if unit not in RATE_CONVERTERS:
         raise UnitError(f"unknown rate unit {unit!r}: use one of {', '.join(RATE_CONVERTERS)}")
     return RATE_CONVERTERS[unit](bytes_per_s)
 
 
 def auto_rate_unit(bytes_per_s: float) -> str:
-    """The unit a rate reads best in: MiB/s from 1 MiB/s up, otherwise KiB/s."""
+    """The unit a rate reads best in: GiB/s from 1 GiB/s up, MiB/s from 1 MiB/s up,
+    otherwise KiB/s (so the figure has at most 4 digits before the point)."""
+    if bytes_per_s >= GiB:
+        return "GiB/s"
     return "MiB/s" if bytes_per_s >= MiB else "KiB/s"
 
 

@@ -172,10 +172,10 @@ def test_run_two_targets_then_report_and_plot(
     assert main(["report", str(results), "--plot", str(chart)]) == 0
     out = capsys.readouterr().out
     assert "**upload 8 × 4 KiB, 1 stream**" in out
-    assert "laptop (KiB/s)" in out
-    assert "vm (KiB/s)" in out
+    assert "laptop (MiB/s)" in out or "laptop (KiB/s)" in out
+    assert "vm (MiB/s)" in out or "vm (KiB/s)" in out
     # one repeat each cannot show a significant difference: tie marks, and the rule
-    assert "👑" not in out.split("\n\n")[1]
+    assert " fastest" not in out.split("\n\n")[1]
     assert "≈" in out
     assert "significantly faster than the runner-up" in out
     assert chart.read_bytes().startswith(b"\x89PNG")
@@ -393,16 +393,16 @@ def test_every_option_has_help_and_shows_its_default(command: str) -> None:
             "(default: 300.0)",
             "(default: 1GiB)",
             "(default: auto)",
-            "(default: workload)",
+            "(default: auto)",
         ],
         "sweep": [
             "(default: download)",
             "(default: small)",
             "(default: [1, 2, 4, 8, 16, 32])",
             "(default: 3)",
-            "(default: workload)",
+            "(default: auto)",
         ],
-        "report": ["(default: markdown)", "(default: environment)", "(default: workload)"],
+        "report": ["(default: markdown)", "(default: environment)", "(default: auto)"],
     }[command]:
         assert default in " ".join(text.split()), f"{command}: {default} missing"
     if command == "sweep":
@@ -602,3 +602,15 @@ def test_an_interrupted_run_keeps_the_results_of_finished_probes(tmp_path: Path)
     assert len(kept) == 2  # the large probe was interrupted: never saved half-done
     assert b"results measured are in" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["disk", "r.json"]  # no temporary
+
+
+def test_run_latency_prints_objects_per_s_and_percentiles(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "lat"
+    target.mkdir()
+    assert main(["run", str(target), "--workload", "20x1KiB", "--repeats", "1", "--latency"]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if "objects/s" in line)
+    assert "p50 (ms)" in header
+    assert "TTFB p99 (ms)" in header

@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 from fsspec.implementations.memory import MemoryFileSystem
 
-from storeprobe import Probe, ResultSet
+from storeprobe import Probe, Result, ResultSet
 from storeprobe.cli import main
 from storeprobe.html_report import METHOD, html_report, run_command
+from storeprobe.render import CROWN, TIE
 from tests.test_secrets import SENTINELS, WORKLOADS, _leaves
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results-v1.json"
@@ -89,20 +90,131 @@ def test_report_references_nothing_outside_itself() -> None:
 
 
 def test_report_contains_every_part() -> None:
-    results = ResultSet.load(FIXTURE)
     document = _report()
     assert document.startswith("<!DOCTYPE html>")
     assert "<title>fixture report</title>" in document
-    assert results._repr_html_() in document  # the notebook's summary, unchanged
     assert "<caption>upload 4 × 1 KiB, 1 stream</caption>" in document
     assert "fastest in its column" in document  # the crown legend
     assert "unclassified: high variation" in document  # notices with their codes
-    assert "error: download 4 × 1 KiB" in document
+    assert '<li class="error">error: ' in document  # folded under its result
     assert "fixture-machine" in document
     assert "3.11.7" in document
     assert "fsspec 2026.9.0" in document
     assert html.escape(METHOD) in document
     assert "storeprobe run memory://v1fixture --streams 1" in document
+
+
+class _Outline(HTMLParser):
+    """The report's structure: headings in order, sections, legends, folded notices."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.headings: list[tuple[str, str]] = []  # (tag, text)
+        self.legends: list[str] = []
+        self.details: list[tuple[str, list[str]]] = []  # (summary, notice items)
+        self.environments: list[str] = []  # h3 titles inside section.environment
+        self.loose_notices: list[str] = []  # <li> with a notice outside any <details>
+        self.cells: list[str] = []  # every comparison-table cell's text
+        self._stack: list[tuple[str, str]] = []  # (tag, class)
+        self._text: list[str] = []
+
+    def _inside(self, tag: str, cls: str | None = None) -> bool:
+        return any(t == tag and (cls is None or c == cls) for t, c in self._stack)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("meta", "br", "hr", "img", "input", "link"):
+            return
+        self._stack.append((tag, dict(attrs).get("class") or ""))
+        self._text = []
+        if tag == "details":
+            self.details.append(("", []))
+
+    def handle_endtag(self, tag: str) -> None:
+        text = "".join(self._text).strip()
+        while self._stack:
+            open_tag, cls = self._stack.pop()
+            if open_tag == tag:
+                break
+        if tag in ("h1", "h2", "h3"):
+            self.headings.append((tag, text))
+            if tag == "h3" and self._inside("section", "environment"):
+                self.environments.append(text)
+        elif tag == "p" and cls == "legend":
+            self.legends.append(text)
+        elif tag == "summary" and self._inside("details"):
+            self.details[-1] = (text, self.details[-1][1])
+        elif tag == "li" and cls in ("warning", "error"):
+            if self._inside("details"):
+                self.details[-1][1].append(text)
+            else:
+                self.loose_notices.append(text)
+        elif tag == "td" and self._inside("section") and not self._inside("svg"):
+            self.cells.append(text)
+
+    def handle_data(self, data: str) -> None:
+        self._text.append(data)
+
+
+def _outline(document: str) -> _Outline:
+    outline = _Outline()
+    outline.feed(document)
+    outline.close()
+    return outline
+
+
+def _many_seconds(results: ResultSet, machines: dict[str, int]) -> list[Result]:
+    """Copies of the fixture's results as if measured over many seconds on some machines."""
+    made: list[Result] = []
+    for label, seconds in machines.items():
+        for second in range(seconds):
+            for result in results:
+                env = attrs.evolve(
+                    result.environment, label=label, utc=f"2026-11-30T15:08:{second:02d}+00:00"
+                )
+                made.append(attrs.evolve(result, environment=env))
+    return made
+
+
+def test_report_structure_from_its_dom() -> None:
+    """Comparison and charts first, one legend, one block per machine, notices folded."""
+    fixture = ResultSet.load(FIXTURE)
+    results = _many_seconds(fixture, {"laptop": 11, "server": 3})
+    outline = _outline(html_report(results))
+    h2 = [text for tag, text in outline.headings if tag == "h2"]
+    assert h2[:2] == ["Comparison", "Charts"]
+    assert h2.index("Every result, its errors and warnings") > h2.index("Charts")
+    assert len(outline.legends) == 1
+    assert "fastest in its column" in outline.legends[0]
+    assert outline.environments == ["laptop", "server"]
+    assert outline.loose_notices == []
+    # one fold per result that has notices, each holding that result's notices
+    assert len(outline.details) == len(results)
+    for (summary, items), result in zip(outline.details, results, strict=True):
+        assert summary.startswith(f"{result.operation} ")
+        assert len(items) == len(result.errors) + len(result.warnings)
+        assert all(item.startswith(("warning: ", "error: ")) for item in items)
+
+
+def test_report_honours_unit_and_plain() -> None:
+    results = ResultSet.load(FIXTURE)
+    kib = _outline(html_report(results, unit="KiB/s"))
+    mibit = _outline(html_report(results, unit="Mibit/s", crown="*", tie="~"))
+    assert any("KiB/s" in cell for cell in kib.cells)
+    assert not any("Mibit/s" in cell for cell in kib.cells)
+    assert any("Mibit/s" in cell for cell in mibit.cells)
+    document = html_report(results, unit="Mibit/s", crown="*", tie="~")
+    assert not any(cell.endswith(CROWN) for cell in _outline(document).cells)
+    assert TIE not in document
+    assert "*: fastest in its column" in _outline(document).legends[0]
+
+
+def test_cli_report_html_honours_unit_plain_and_by(tmp_path: Path) -> None:
+    target = tmp_path / "report.html"
+    args = ["report", str(FIXTURE), "--html", str(target), "--unit", "Mibit/s", "--plain"]
+    assert main([*args, "--by", "probe"]) == 0
+    outline = _outline(target.read_text(encoding="utf-8"))
+    assert any("Mibit/s" in cell for cell in outline.cells)
+    assert outline.legends[0].startswith("*: fastest")
 
 
 def test_repr_html_shows_tables_and_notices() -> None:

@@ -23,6 +23,7 @@ from storeprobe.metadata import MAX_KEYS, median_ops_per_s, ops_per_s, pages_per
 from storeprobe.notices import Code
 from storeprobe.render import comparison_tables, render_tables, results_table
 from storeprobe.request import Kind, Outcome, SyncJob
+from storeprobe.units import significant
 from tests.conftest import s3_options
 from tests.helpers import StepClock, tree
 from tests.http_proxy import CountingProxy
@@ -207,11 +208,11 @@ def test_rendered_in_operations_per_second() -> None:
     listing = probe.metadata("list", count=10)
     line = str(head)
     rate = exact_rate("head", 10)
-    assert f": {rate:.2f} ops/s best of 2 (median {rate:.2f} ops/s" in line
+    assert f": {significant(rate)} ops/s best of 2 (median {significant(rate)} ops/s" in line
     assert line.startswith("head 10 × 0 B memory://md-render, 1 stream:")
     assert "KiB/s" not in line
     assert "KiB/s" not in repr(head)
-    assert f"{rate:.2f} ops/s" in repr(head)
+    assert f"{significant(rate)} ops/s" in repr(head)
     assert "ops/s" in head._repr_html_()
     table = results_table([head, listing])
     assert [row[2].text for row in table.rows] == ["ops/s", "ops/s"]

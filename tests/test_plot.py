@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import attrs
 import numpy as np
@@ -10,7 +11,15 @@ import pytest
 from matplotlib.colors import to_hex
 
 from storeprobe import ConfigurationError, Environment, Result, Sample, Workload
-from storeprobe.plot import OKABE_ITO, plot_backup, plot_probes, plot_streams, plot_timeline
+from storeprobe.plot import (
+    MEDIAN_KEY,
+    OKABE_ITO,
+    WHISKER_KEY,
+    plot_backup,
+    plot_probes,
+    plot_streams,
+    plot_timeline,
+)
 from storeprobe.step import Step
 
 S = 1_000_000_000
@@ -76,10 +85,17 @@ def test_bars_whiskers_median_and_values() -> None:
     colours = {to_hex(p.get_facecolor()).upper() for p in ax.patches}
     assert colours == {OKABE_ITO[0].upper(), OKABE_ITO[1].upper()}
     (legend,) = figure.legends
-    assert [t.get_text() for t in legend.get_texts()] == ["1 stream", "4 streams"]
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "1 stream",
+        "4 streams",
+        WHISKER_KEY,
+        MEDIAN_KEY,
+    ]
     assert legend.get_title().get_text() == "streams"
     # plain numbers on the axis: no offset, no powers of ten
-    assert not ax.yaxis.get_major_formatter().get_useOffset()
+    figure.canvas.draw()
+    assert ax.yaxis.get_offset_text().get_text() == ""
+    assert all("e" not in t.get_text() for t in ax.get_yticklabels())
     assert figure.get_suptitle() == "throughput, best repeat — home — 2026-11-30"
 
 
@@ -107,6 +123,8 @@ def test_by_environment_one_bar_per_environment_never_merged() -> None:
         "ec2, 1 stream",
         "ec2, 4 streams",
         "home, 1 stream",
+        WHISKER_KEY,
+        MEDIAN_KEY,
     ]
     assert "home, ec2" in figure.get_suptitle()
     with pytest.raises(ConfigurationError, match="by must be"):
@@ -172,14 +190,48 @@ def test_backup_seconds_per_step_per_storage() -> None:
     ]
     assert sorted(p.get_height() for p in ax.patches) == [0.25, 0.5, 1.0, 2.0, 3.0]
     assert [sorted(ys) for _, ys in lines(ax, "whisker")] == [[3.0, 4.0]]
-    assert ax.get_title() == "files method, tree"
+    assert ax.get_title() == "backup: tree"
     (legend,) = figure.legends
     assert [t.get_text() for t in legend.get_texts()] == [
-        "s3://a, 1 stream",
-        "file:///d, 1 stream",
+        "files, s3://a, 1 stream",
+        "files, file:///d, 1 stream",
+        WHISKER_KEY,
+        MEDIAN_KEY,
     ]
     with pytest.raises(ConfigurationError, match="no backup"):
         plot_backup([result("s3://a", (1.0,))])
+
+
+def test_backup_one_bar_per_method_and_step_one_panel_for_every_version() -> None:
+    """Two methods never share a bar; the versions of a dataset share one panel."""
+
+    def version(method: str, kind: str, number: int) -> Step:
+        made = attrs.evolve(step(kind, number), method=method)
+        return attrs.evolve(made, dataset=f"tree v{made.version}: {number * 10} files")
+
+    results = [
+        result("s3://a", (3.0,), step=version("files", "backup", 1)),
+        result("s3://a", (1.0,), step=version("files", "backup", 2)),
+        result("s3://a", (6.0,), step=version("restic", "backup", 1)),
+        result("s3://a", (0.5,), step=version("restic", "backup", 2)),
+    ]
+    figure = plot_backup(results)
+    (ax,) = figure.axes  # one panel, though each version describes itself differently
+    assert sorted(p.get_height() for p in ax.patches) == [0.5, 1.0, 3.0, 6.0]
+    (legend,) = figure.legends
+    assert [t.get_text() for t in legend.get_texts()][:2] == ["files, 1 stream", "restic, 1 stream"]
+    assert "1 later version" in ax.get_title()
+
+
+def test_ticks_have_thousands_separators() -> None:
+    figure = plot_probes(
+        [result("s3://a", (1.0,), workload=Workload(count=1, size=2_500_000))], unit="KiB/s"
+    )
+    figure.canvas.draw()
+    (ax,) = figure.axes
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert any("," in label for label in labels), labels
+    assert not any("e" in label for label in labels)
 
 
 def test_timeline_one_line_per_repeat() -> None:
@@ -213,3 +265,34 @@ def test_charts_save(tmp_path: Path) -> None:
     assert (tmp_path / "bars.svg").read_text().lstrip().startswith("<?xml")
     with pytest.raises(ConfigurationError, match="nothing to plot"):
         plot_probes([result("s3://a", ())])
+
+
+def test_cli_report_plot_of_backup_steps_draws_the_backup_chart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``report --plot`` of backup results: a bar per method and step, not one merged bar."""
+    from matplotlib.figure import Figure
+
+    from storeprobe import ResultSet
+    from storeprobe.cli import main
+
+    restic = attrs.evolve(step("backup", 1), method="restic")
+    results = [
+        result("s3://a", (3.0,), step=step("backup", 1)),
+        result("s3://a", (6.0,), step=restic),
+    ]
+    ResultSet(results).save(tmp_path / "backup.json")
+    drawn: list[Figure] = []
+    original = Figure.savefig
+
+    def keep(self: Figure, *args: Any, **kwargs: Any) -> None:  # watch, then draw for real
+        drawn.append(self)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    chart = tmp_path / "b.png"
+    assert main(["report", str(tmp_path / "backup.json"), "--plot", str(chart)]) == 0
+    (figure,) = drawn
+    (ax,) = figure.axes
+    assert sorted(p.get_height() for p in ax.patches) == [3.0, 6.0]
+    assert chart.read_bytes().startswith(b"\x89PNG")

@@ -81,20 +81,20 @@ def test_table_by_environment_values_units_and_winner(two_by_two: ResultSet) -> 
     table = two_by_two.table(by="environment")
     lines = table.splitlines()
     assert lines[0] == "**upload small, 1 stream**"
-    assert lines[2].split("|")[1:-1] == [
-        " target ",
-        " home (KiB/s) ",
-        " ec2 (KiB/s) ",
+    assert [cell.strip() for cell in lines[2].split("|")[1:-1]] == [
+        "target",
+        "home (KiB/s)",
+        "ec2 (KiB/s)",
     ]
     row_a = [cell.strip() for cell in lines[4].split("|")[1:-1]]
     row_b = [cell.strip() for cell in lines[5].split("|")[1:-1]]
-    assert row_a == ["s3://a", "4096.00 👑", "2048.00"]
-    assert row_b == ["s3://b", "2048.00", "8192.00 👑"]
+    assert row_a == ["s3://a", "4096 fastest", "2048"]
+    assert row_b == ["s3://b", "2048", "8192 fastest"]
     assert lines[3].endswith(":|")  # numbers right-aligned
     assert lines[6] == ""
-    assert lines[7].startswith("👑 fastest in its column and significantly faster")
+    assert lines[7].startswith("fastest: fastest in its column and significantly faster")
     assert "≈" in lines[7]
-    assert "8192.00 *" in two_by_two.table(crown="*")
+    assert "8192 *" in two_by_two.table(crown="*")
 
 
 def test_crown_only_when_significantly_faster_else_a_tie_mark() -> None:
@@ -110,9 +110,9 @@ def test_crown_only_when_significantly_faster_else_a_tie_mark() -> None:
         [cell.strip() for cell in line.split("|")[1:-1]] for line in close.table().splitlines()[4:7]
     ]
     assert rows == [
-        ["s3://a", "4096.00 ≈"],
-        ["s3://b", "4075.82 ≈"],  # 4096 / (1.01 × 0.995)
-        ["s3://c", "1365.33"],  # significantly slower than the best: no mark
+        ["s3://a", "4096 ≈"],
+        ["s3://b", "4076 ≈"],  # 4096 / (1.01 × 0.995)
+        ["s3://c", "1365"],  # significantly slower than the best: no mark
     ]
     assert "~" in close.table(tie="~")
     # one repeat each cannot tell noise from a difference
@@ -123,11 +123,11 @@ def test_crown_only_when_significantly_faster_else_a_tie_mark() -> None:
         ]
     )
     body = single.table().split("\n\n")[1]  # title, table, legend
-    assert "👑" not in body
-    assert "4096.00 ≈" in body
+    assert "fastest" not in body
+    assert "4096 ≈" in body
     # a real difference over 3 repeats is crowned
     clear = ResultSet([result("s3://a", "home", 1.0), result("s3://b", "home", 2.0)])
-    assert "4096.00 👑" in clear.table()
+    assert "4096 fastest" in clear.table()
     assert "≈" not in clear.table().split("\n\n")[1]
 
 
@@ -151,8 +151,8 @@ def test_machines_are_never_merged() -> None:
     ]
     rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in lines[4:6]]
     assert rows == [
-        ["s3://a", "laptop", "4096.00", "8192.00 👑"],
-        ["s3://a", "vm", "8192.00 👑", "2048.00"],
+        ["s3://a", "laptop", "4096", "8192 fastest"],
+        ["s3://a", "vm", "8192 fastest", "2048"],
     ]
     # two hosts under one label stay apart too
     same_label = ResultSet(
@@ -175,11 +175,11 @@ def test_units_for_tables(two_by_two: ResultSet) -> None:
     def first_row(table: str) -> list[str]:
         return [cell.strip() for cell in table.splitlines()[4].split("|")[1:-1]]
 
-    assert first_row(two_by_two.table(unit="MiB/s")) == ["s3://a", "4.00 👑", "2.00"]
+    assert first_row(two_by_two.table(unit="MiB/s")) == ["s3://a", "4.000 fastest", "2.000"]
     assert "home (MiB/s)" in two_by_two.table(unit="MiB/s")
-    assert first_row(two_by_two.table(unit="Mibit/s")) == ["s3://a", "32.00 👑", "16.00"]
+    assert first_row(two_by_two.table(unit="Mibit/s")) == ["s3://a", "32.00 fastest", "16.00"]
     # auto: by magnitude (the largest figure of the table is 8 MiB/s)
-    assert first_row(two_by_two.table(unit="auto")) == ["s3://a", "4.00 👑", "2.00"]
+    assert first_row(two_by_two.table(unit="auto")) == ["s3://a", "4.000 fastest", "2.000"]
     slow = ResultSet([result("s3://a", "home", 8.0)])
     assert "home (KiB/s)" in slow.table(unit="auto")
     with pytest.raises(ConfigurationError, match="Mibit/s"):
@@ -190,7 +190,7 @@ def test_text_and_html_tables(two_by_two: ResultSet) -> None:
     text = two_by_two.table(format="text").splitlines()
     assert text[0] == "upload small, 1 stream"
     assert text[1].split() == ["target", "home", "(KiB/s)", "ec2", "(KiB/s)"]
-    assert text[3].split() == ["s3://a", "4096.00", "👑", "2048.00"]
+    assert text[3].split() == ["s3://a", "4096", "fastest", "2048"]
     page = two_by_two.table(format="html")
     assert page.count("<tr>") == 3
     assert "<caption>upload small, 1 stream</caption>" in page
@@ -226,11 +226,11 @@ def test_table_by_probe_puts_streams_side_by_side() -> None:
     ]
     assert [c.strip() for c in lines[4].split("|")[1:-1]] == [
         "s3://a",
-        "4096.00",
-        "8192.00",
-        "128.00",
+        "4096",
+        "8192",
+        "128.0",
     ]
-    assert [c.strip() for c in lines[5].split("|")[1:-1]] == ["gs://c", "", "", "256.00 👑"]
+    assert [c.strip() for c in lines[5].split("|")[1:-1]] == ["gs://c", "", "", "256.0 fastest"]
 
 
 def test_csv_parses_back(two_by_two: ResultSet) -> None:
@@ -238,7 +238,7 @@ def test_csv_parses_back(two_by_two: ResultSet) -> None:
     assert len(rows) == 4
     winners = {(r["target"], r["column"]) for r in rows if r["winner"] == "1"}
     assert winners == {("s3://a", "home"), ("s3://b", "ec2")}
-    assert {r["mark"] for r in rows} == {"👑", ""}
+    assert {r["mark"] for r in rows} == {"fastest", ""}
     assert {r["unit"] for r in rows} == {"KiB/s"}
     assert sorted(float(r["value"]) for r in rows) == [2048.0, 2048.0, 4096.0, 8192.0]
 
@@ -253,8 +253,8 @@ def test_best_of_several_runs_and_backend_in_label() -> None:
     )
     assert results.targets == ["s3://a", "s3://a (s3fs)"]
     table = results.table()
-    assert "4096.00" in table
-    assert "16384.00 👑" in table
+    assert "4096" in table
+    assert "16384 fastest" in table
 
 
 def test_save_appends_and_never_loses_earlier_runs(tmp_path: Path, two_by_two: ResultSet) -> None:
@@ -316,14 +316,14 @@ def test_printing_a_result_set_prints_its_table(two_by_two: ResultSet) -> None:
         "256 × 16 KiB",
         "KiB/s",
         "1",
-        "4096.00",
-        "4055.45",
+        "4096",
+        "4055",
         "3/3",
     ]
     assert len(lines) == 2 + 4
     assert repr(two_by_two) == "<ResultSet 4 results, 2 targets>"
     assert str(ResultSet()) == "(no results)"
-    assert "| 4.00 |" in two_by_two.summary(unit="MiB/s")
+    assert "| 4.000 |" in two_by_two.summary(unit="MiB/s")
 
 
 def test_to_pandas_one_tidy_row_per_result(two_by_two: ResultSet) -> None:
@@ -340,7 +340,7 @@ def test_html_reprs(two_by_two: ResultSet) -> None:
     summary = shown[shown.index("ok/repeats") :]
     assert summary.count("<tr>") == 4
     assert "<td>ec2</td>" in shown
-    assert "4096.00 KiB/s" in two_by_two[0]._repr_html_()
+    assert "4096 KiB/s" in two_by_two[0]._repr_html_()
     assert "<script>" not in result("s3://<script>", "x", 1.0)._repr_html_()
 
 
@@ -454,3 +454,89 @@ def test_plots_are_written(tmp_path: Path, two_by_two: ResultSet) -> None:
     with pytest.raises(ConfigurationError, match="one unit"):
         plot_streams(mixed)
     assert plot_streams(mixed, unit="MiB/s").axes[0].get_ylabel() == "MiB/s"
+
+
+def test_window_too_short_figure_is_never_crowned() -> None:
+    """A figure flagged window-too-short gets no mark, even when it is the fastest."""
+    from attrs import evolve
+
+    from storeprobe.notices import Code, Notice
+
+    short = Notice(code=Code.WINDOW_TOO_SHORT, message="0.5 ms is too short to time reliably")
+    fast = evolve(result("s3://a", "home", 1.0), warnings=[short])
+    slow = result("s3://b", "home", 2.0)
+    slower = result("s3://c", "home", 4.0)
+    body = ResultSet([fast, slow, slower]).table().split("\n\n")[1]
+    assert "fastest" not in body
+    assert "≈" not in body
+    # a flagged runner-up is never part of a tie either
+    tied = ResultSet(
+        [
+            result("s3://a", "home", 1.0, jitter=(1.0,)),
+            evolve(result("s3://b", "home", 1.0, jitter=(1.0,)), warnings=[short]),
+        ]
+    ).table()
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in tied.splitlines()[4:6]]
+    assert rows == [["s3://a", "4096 ≈"], ["s3://b", "4096"]]
+    assert "window-too-short is never marked" in tied
+
+
+def test_text_columns_align_in_terminal_cells() -> None:
+    """Widths are terminal columns (wcwidth): a wide character counts two."""
+    from wcwidth import wcswidth
+
+    from storeprobe.render import Cell, Table, render_tables
+
+    table = Table(
+        title="",
+        header=["target", "rate"],
+        units=["", "KiB/s"],
+        rows=[
+            [Cell(text="s3://東京"), Cell(text="1.000", value=1.0, mark="👑")],
+            [Cell(text="s3://ab"), Cell(text="2.000", value=2.0)],
+        ],
+    )
+    for format in ("text", "markdown"):
+        lines = [line for line in render_tables([table], format).splitlines() if line]
+        widths = {wcswidth(line) for line in lines}
+        assert len(widths) == 1, (format, lines)
+
+
+def test_latency_table_shows_objects_per_s_percentiles_and_ttfb() -> None:
+    """Objects/s of the best repeat, p50/p90/p99 of every request in ms, with n."""
+    from attrs import evolve
+
+    from storeprobe.render import latency_table, render_tables
+
+    workload = Workload(count=100, size=1024)
+    # 100 requests of 1..100 ms: p50 = 50.5 ms, p90 = 90.1 ms, p99 = 99.01 ms
+    latencies = [ms * 1_000_000 for ms in range(1, 101)]
+    sample = Sample(
+        nbytes=workload.total_bytes,
+        elapsed_ns=500_000_000,
+        latencies_ns=latencies,
+        ttfb_ns=[ns // 2 for ns in latencies],
+        max_in_flight=1,
+    )
+    measured = evolve(
+        result("s3://a", "home", 0.5, workload=workload, operation="download"), samples=[sample]
+    )
+    table = latency_table([measured])
+    row = [cell.text for cell in table.rows[0]]
+    assert table.header[:5] == ("probe", "objects/s", "p50", "p90", "p99")
+    figures = ["200.0", "50.50", "90.10", "99.01", "25.25", "45.05", "49.51", "100"]
+    assert row == [f"download {workload.label}", *figures]  # TTFB p99: 0.5 × 99.01
+    # one object: no objects/s; one request supports no percentile; no TTFB on uploads
+    single = result("s3://a", "home", 1.0, workload=Workload.large(), jitter=(1.0,))
+    cells = [cell.text for cell in latency_table([single]).rows[0]]
+    assert cells[1:] == ["-", "-", "-", "-", "-", "-", "-", "1"]
+    assert "TTFB p99 (ms)" in render_tables([latency_table([measured, single])], "markdown")
+
+
+def test_shared_legend_printed_once_under_the_last_table(two_by_two: ResultSet) -> None:
+    """Eight tables with one rule: the rule once, at the end (markdown and text)."""
+    several = ResultSet([*two_by_two, result("s3://a", "home", 1.0, streams=4)])
+    for format in ("markdown", "text"):
+        shown = several.table(format=format)
+        assert shown.count("fastest in its column") == 1
+        assert shown.rstrip().endswith("Figures are the best repeat.")

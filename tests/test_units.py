@@ -5,7 +5,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from storeprobe import UnitError, format_rate, format_size, parse_size
-from storeprobe.units import kib_per_s, mib_per_s, mibit_per_s
+from storeprobe.render import rate
+from storeprobe.units import (
+    GiB,
+    KiB,
+    auto_rate_unit,
+    kib_per_s,
+    mib_per_s,
+    mibit_per_s,
+    significant,
+)
 
 
 @pytest.mark.parametrize(
@@ -90,3 +99,27 @@ def test_rates_are_1024_based() -> None:
     assert format_rate(1024**2, "Mibit/s") == "8.00 Mibit/s"
     with pytest.raises(UnitError):
         format_rate(1.0, "MB/s")
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (264140.09, "264140"),
+        (1150.4, "1150"),
+        (257.94, "257.9"),
+        (25.794, "25.79"),
+        (2.5794, "2.579"),
+        (0.25794, "0.258"),
+        (0.0025794, "0.00258"),
+        (0.0, "0"),
+    ],
+)
+def test_significant_shows_3_to_4_digits(value: float, shown: str) -> None:
+    assert significant(value) == shown
+
+
+def test_auto_rate_unit_reaches_gib() -> None:
+    assert auto_rate_unit(264140.09 * KiB) == "MiB/s"
+    assert auto_rate_unit(3 * GiB) == "GiB/s"
+    assert format_rate(3 * GiB) == "3.00 GiB/s"
+    assert rate(264140.09 * KiB) == "257.9 MiB/s"

@@ -15,7 +15,8 @@ Renderers return strings; only the CLI prints. This module owns
 - **tables** (:class:`Table` of :class:`Cell`) rendered by :func:`render_tables` as
   ``"markdown"``, ``"csv"``, ``"html"`` or ``"text"``; :func:`results_table` (one row
   per Result: what ``storeprobe run`` prints) and :func:`comparison_tables` (targets ×
-  environments or targets × probes, winners marked by :func:`storeprobe.stats.compare`).
+  environments or targets × probes, winners marked by :func:`storeprobe.stats.compare`),
+  :func:`latency_table` (objects/s, latency and TTFB p50/p90/p99 per result).
 - **regressions**: :func:`regression_tables` and :func:`render_regressions` show a new
   run against a base run (:mod:`storeprobe.comparison`: medians, ratio, interval,
   verdict, regressions marked :data:`REGRESSED`) as markdown, text, HTML, CSV or JSON.
@@ -73,8 +74,10 @@ from storeprobe.render.regressions import (
     repeat_figures,
 )
 from storeprobe.render.results import (
+    LatencyLike,
     comparison_tables,
     crown_legend,
+    latency_table,
     probe_key,
     results_table,
 )
@@ -101,6 +104,7 @@ __all__ = [
     "ComparedLike",
     "Format",
     "IdentityLike",
+    "LatencyLike",
     "RateUnit",
     "RegressionReportLike",
     "ResultLike",
@@ -112,6 +116,7 @@ __all__ = [
     "comparison_tables",
     "crown_legend",
     "inconclusive_text",
+    "latency_table",
     "median_ops_per_s",
     "money",
     "notice_lines",

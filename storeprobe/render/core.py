@@ -8,17 +8,18 @@ from typing import Literal, Protocol, get_args
 from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError
 from storeprobe.notices import Notice
-from storeprobe.units import MiB, auto_rate_unit, format_size, rate_in
+from storeprobe.units import MiB, auto_rate_unit, format_size, rate_in, significant
 from storeprobe.workload import Workload
 
-RateUnit = Literal["workload", "auto", "KiB/s", "MiB/s", "Mibit/s"]
+RateUnit = Literal["workload", "auto", "KiB/s", "MiB/s", "GiB/s", "Mibit/s"]
 #: the rate units accepted by every renderer and by ``--unit``
 RATE_UNITS: tuple[str, ...] = get_args(RateUnit)
 Format = Literal["markdown", "csv", "html", "text"]
 #: the table formats of :func:`render_tables`
 FORMATS: tuple[str, ...] = get_args(Format)
-#: the mark of a winner significantly faster than the runner-up
-CROWN = "👑"
+#: the mark of a winner significantly faster than the runner-up: a word, so it needs no
+#: emoji font and takes the same columns in every terminal
+CROWN = "fastest"
 #: the mark of the fastest figures when the runner-up is not significantly slower
 TIE = "≈"
 #: operations whose figure is operations per second, not a byte rate (metadata probes)
@@ -104,11 +105,11 @@ def check_format(format: str) -> None:
 
 
 def resolve_unit(unit: str, rates_bps: Iterable[float] = (), *, object_size: int = 0) -> str:
-    """The concrete unit (``"KiB/s"``, ``"MiB/s"`` or ``"Mibit/s"``) to show rates in.
+    """The concrete unit (``"KiB/s"``, ``"MiB/s"``, ``"GiB/s"`` or ``"Mibit/s"``) of rates.
 
     ``"workload"``: KiB/s when ``object_size`` (bytes per object) is under 1 MiB, else
-    MiB/s. ``"auto"``: MiB/s when the largest of ``rates_bps`` (B/s) reaches 1 MiB/s,
-    else KiB/s, so one column or line uses one unit.
+    MiB/s. ``"auto"``: by the largest of ``rates_bps`` (B/s): GiB/s from 1 GiB/s, MiB/s
+    from 1 MiB/s, else KiB/s, so one column or line uses one unit.
     """
     check_unit(unit)
     if unit == "workload":
@@ -125,9 +126,10 @@ def scale(bytes_per_s: float, unit: str) -> float:
 
 
 def rate(bytes_per_s: float, unit: str = "auto", *, object_size: int = 0) -> str:
-    """``"803.05 KiB/s"``: a rate in B/s, two decimals, in ``unit`` (see :func:`resolve_unit`)."""
+    """``"803.1 KiB/s"``: a rate in B/s, 3 to 4 significant digits
+    (:func:`storeprobe.units.significant`), in ``unit`` (see :func:`resolve_unit`)."""
     concrete = resolve_unit(unit, [bytes_per_s], object_size=object_size)
-    return f"{scale(bytes_per_s, concrete):.2f} {concrete}"
+    return f"{significant(scale(bytes_per_s, concrete))} {concrete}"
 
 
 def _unit_of(result: ResultLike, unit: str) -> str:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import html
 
+from storeprobe.notices import Notice
 from storeprobe.render.core import _USUAL_BACKEND, ResultLike, _described, _headline, _unit_of
 from storeprobe.step import Step
-from storeprobe.units import format_bytes
+from storeprobe.units import format_bytes, significant
 
 
 # -- one result --------------------------------------------------------------------------
@@ -50,8 +51,8 @@ def result_line(result: ResultLike, unit: str = "workload") -> str:
     concrete = _unit_of(result, unit)
     best, median = _headline(result, concrete)
     text = (
-        f"{head}: {best:.2f} {concrete} best of {len(result.samples)} (median "
-        f"{median:.2f} {concrete}, {result.best_seconds:.3f} s)"
+        f"{head}: {significant(best)} {concrete} best of {len(result.samples)} (median "
+        f"{significant(median)} {concrete}, {result.best_seconds:.3f} s)"
     )
     if result.errors:
         text += f", {_plural(len(result.errors), 'failed repeat')}"
@@ -75,7 +76,11 @@ def _step_line(result: ResultLike, step: Step) -> str:
 def result_repr(result: ResultLike, unit: str = "workload") -> str:
     """``<Result upload small s3://b streams=1 8192.00 KiB/s n=3 errors=0>``."""
     concrete = _unit_of(result, unit)
-    figure = f"{_headline(result, concrete)[0]:.2f} {concrete}" if result.samples else "no samples"
+    figure = (
+        f"{significant(_headline(result, concrete)[0])} {concrete}"
+        if result.samples
+        else "no samples"
+    )
     return (
         f"<Result {result.operation} {result.workload.label} {result.url} "
         f"streams={result.streams} {figure} n={len(result.samples)} "
@@ -83,11 +88,19 @@ def result_repr(result: ResultLike, unit: str = "workload") -> str:
     )
 
 
-def notice_lines(result: ResultLike) -> list[str]:
-    """``"warning: upload small on s3://b, 4 streams: high-variation: ..."``, errors first."""
+def notice_lines(result: ResultLike, *, cli: bool = False) -> list[str]:
+    """``"warning: upload small on s3://b, 4 streams: high-variation: ..."``, errors first.
+
+    ``cli=True`` spells fixes for the command line (``--repeats 10``, not ``repeats=10``:
+    :attr:`storeprobe.notices.Notice.cli_fix`).
+    """
     where = _where(result)
-    return [f"error: {where}: {notice}" for notice in result.errors] + [
-        f"warning: {where}: {notice}" for notice in result.warnings
+
+    def text(notice: Notice) -> str:
+        return notice.cli_text if cli else str(notice)
+
+    return [f"error: {where}: {text(notice)}" for notice in result.errors] + [
+        f"warning: {where}: {text(notice)}" for notice in result.warnings
     ]
 
 
@@ -103,7 +116,7 @@ def result_html(result: ResultLike, unit: str = "workload") -> str:
     """A compact two-column HTML table for notebooks (every text escaped)."""
     if result.samples:
         concrete = _unit_of(result, unit)
-        best, median = (f"{value:.2f} {concrete}" for value in _headline(result, concrete))
+        best, median = (f"{significant(value)} {concrete}" for value in _headline(result, concrete))
     else:
         best = median = "failed"
     rows = [

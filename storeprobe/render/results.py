@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
 from storeprobe.errors import ConfigurationError
+from storeprobe.notices import Code
 from storeprobe.render.core import (
     CROWN,
     OPS_UNIT,
@@ -17,12 +19,13 @@ from storeprobe.render.core import (
     _shape,
     _unit_of,
     check_unit,
+    ops_per_s,
     resolve_unit,
 )
 from storeprobe.render.lines import _plural, target_label
 from storeprobe.render.tables import Cell, Table
-from storeprobe.stats import compare
-from storeprobe.units import MiB
+from storeprobe.stats import Percentiles, compare
+from storeprobe.units import MiB, significant
 
 
 # -- tables of results -------------------------------------------------------------------------
@@ -46,8 +49,8 @@ def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Tabl
         if result.samples:
             best, median = _headline(result, concrete)
             figures = [
-                Cell(text=f"{best:.2f}", value=best),
-                Cell(text=f"{median:.2f}", value=median),
+                Cell(text=f"{significant(best)}", value=best),
+                Cell(text=f"{significant(median)}", value=median),
             ]
         else:
             figures = [Cell(text="failed"), Cell(text="failed")]
@@ -79,12 +82,18 @@ def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Tabl
 def crown_legend(crown: str = CROWN, tie: str = TIE, confidence: float = 0.95) -> str:
     """The rule behind the marks, printed under comparison tables."""
     return (
-        f"{crown} fastest in its column and significantly faster than the runner-up: the "
+        f"{crown}: fastest in its column and significantly faster than the runner-up: the "
         f"{confidence:.0%} bootstrap interval of the ratio of median throughputs lies above "
-        f"1 (storeprobe.stats.compare). {tie} the fastest figures, not significantly "
-        "different from the best (or fewer than 2 repeats to tell). Figures are the best "
-        "repeat."
+        f"1 (storeprobe.stats.compare). {tie}: the fastest figures, not significantly "
+        "different from the best (or fewer than 2 repeats to tell). A figure flagged "
+        f"{Code.WINDOW_TOO_SHORT.value} is never marked (its window was too short to time). "
+        "Figures are the best repeat."
     )
+
+
+def _too_short(result: ResultLike) -> bool:
+    """Was a window of ``result`` too short to time? Such a figure gets no mark."""
+    return any(notice.code == Code.WINDOW_TOO_SHORT for notice in result.warnings)
 
 
 def _separable(best: ResultLike, other: ResultLike, confidence: float) -> bool:
@@ -112,12 +121,18 @@ def _mark_column(
     runner_up = cells[ranked[1]][column]
     if best is None or runner_up is None:  # pragma: no cover - ranked holds results only
         return
+    if _too_short(best):  # the fastest figure cannot be trusted: no one is marked
+        return
     winners = [ranked[0]]
     mark = crown if _separable(best, runner_up, confidence) else tie
     if mark == tie:
         for index in ranked[1:]:
             other = cells[index][column]
-            if other is not None and not _separable(best, other, confidence):
+            if (
+                other is not None
+                and not _too_short(other)
+                and not _separable(best, other, confidence)
+            ):
                 winners.append(index)
     for index in winners:
         old = rows[index][column]
@@ -295,7 +310,7 @@ def _table(
                 row.append(Cell(text=""))
             else:
                 value = _headline(result, concrete)[0]
-                row.append(Cell(text=f"{value:.2f}", value=value))
+                row.append(Cell(text=f"{significant(value)}", value=value))
         rows.append(row)
     # align result cells with row cells (label columns hold no result)
     width = len(label_header)
@@ -310,4 +325,66 @@ def _table(
         rows=rows,
         labels=width,
         legend=legend,
+    )
+
+
+class LatencyLike(ResultLike, Protocol):
+    """What :func:`latency_table` reads beyond :class:`ResultLike`: the percentiles."""
+
+    @property
+    def latency(self) -> Percentiles: ...
+    @property
+    def ttfb(self) -> Percentiles: ...
+
+
+def _ms(value: float | None) -> Cell:
+    if value is None:
+        return Cell(text="-")
+    return Cell(text=significant(value / 1e6), value=value / 1e6)
+
+
+def latency_table(results: Sequence[LatencyLike]) -> Table:
+    """One row per Result: objects per second and per-request latency and time to first
+    byte (p50, p90, p99 in ms, over every request of every repeat), with the request
+    count ``n``.
+
+    Objects/s is shown for workloads of more than one object (the figure warp and
+    elbencho print); a percentile is ``-`` where there are too few requests to support
+    it (p99 needs 100), TTFB ``-`` where it was not measured (uploads).
+    """
+    extra = len({target_label(r) for r in results}) > 1
+    rows: list[list[Cell]] = []
+    for result in results:
+        labels = [Cell(text=target_label(result))] if extra else []
+        labels.append(Cell(text=f"{result.operation} {result.workload.label}"))
+        if not result.samples:
+            rows.append([*labels, *(Cell(text="failed") for _ in range(8))])
+            continue
+        objects = (
+            Cell(text=significant(ops_per_s(result)), value=ops_per_s(result))
+            if result.workload.count > 1
+            else Cell(text="-")
+        )
+        latency, ttfb = result.latency, result.ttfb
+        rows.append(
+            [
+                *labels,
+                objects,
+                _ms(latency.p50),
+                _ms(latency.p90),
+                _ms(latency.p99),
+                _ms(ttfb.p50),
+                _ms(ttfb.p90),
+                _ms(ttfb.p99),
+                Cell(text=str(latency.n), value=float(latency.n)),
+            ]
+        )
+    header = ["probe", "objects/s", "p50", "p90", "p99", "TTFB p50", "TTFB p90", "TTFB p99", "n"]
+    units = ["", "", "ms", "ms", "ms", "ms", "ms", "ms", ""]
+    return Table(
+        title="latency per request",
+        header=(["target"] if extra else []) + header,
+        units=([""] if extra else []) + units,
+        rows=rows,
+        labels=2 if extra else 1,
     )

@@ -7,9 +7,24 @@ import html
 import io
 from collections.abc import Iterable, Sequence
 
-from attrs import field, frozen
+from attrs import evolve, field, frozen
+from wcwidth import wcswidth
 
 from storeprobe.render.core import CROWN, check_format
+
+
+def width(text: str) -> int:
+    """Columns ``text`` takes in a terminal (wide characters count 2, combining ones 0)."""
+    columns = wcswidth(text)
+    return columns if columns >= 0 else len(text)  # a control character: count characters
+
+
+def _left(text: str, columns: int) -> str:
+    return text + " " * (columns - width(text))
+
+
+def _right(text: str, columns: int) -> str:
+    return " " * (columns - width(text)) + text
 
 
 # -- tables ----------------------------------------------------------------------------------
@@ -23,7 +38,7 @@ class Cell:
 
     @property
     def shown(self) -> str:
-        """The text with its mark (``"4096.00 👑"``)."""
+        """The text with its mark (``"4096.00 fastest"``)."""
         return f"{self.text} {self.mark}" if self.mark else self.text
 
 
@@ -54,10 +69,10 @@ class Table:
 def _markdown(table: Table) -> str:
     texts = [[cell.shown for cell in row] for row in table.rows]
     header = [h + (f" ({u})" if u else "") for h, u in zip(table.header, table.units, strict=True)]
-    widths = [max([len(h), *(len(r[i]) for r in texts)]) for i, h in enumerate(header)]
+    widths = [max([width(h), *(width(r[i]) for r in texts)]) for i, h in enumerate(header)]
     left = range(table.labels)
     lines = [f"**{table.title}**", ""] if table.title else []
-    lines.append("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |")
+    lines.append("| " + " | ".join(_left(h, w) for h, w in zip(header, widths, strict=True)) + " |")
     lines.append(
         "|"
         + "|".join(
@@ -67,8 +82,8 @@ def _markdown(table: Table) -> str:
     )
     for row in texts:
         cells = [
-            cell.ljust(width) if i in left else cell.rjust(width)
-            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+            _left(cell, columns) if i in left else _right(cell, columns)
+            for i, (cell, columns) in enumerate(zip(row, widths, strict=True))
         ]
         lines.append("| " + " | ".join(cells) + " |")
     if table.legend:
@@ -79,12 +94,12 @@ def _markdown(table: Table) -> str:
 def _text(table: Table) -> str:
     texts = [[cell.shown for cell in row] for row in table.rows]
     header = [h + (f" ({u})" if u else "") for h, u in zip(table.header, table.units, strict=True)]
-    widths = [max([len(h), *(len(r[i]) for r in texts)]) for i, h in enumerate(header)]
+    widths = [max([width(h), *(width(r[i]) for r in texts)]) for i, h in enumerate(header)]
     left = range(table.labels)
 
     def line(cells: Sequence[str]) -> str:
         return "  ".join(
-            c.ljust(w) if i in left else c.rjust(w)
+            _left(c, w) if i in left else _right(c, w)
             for i, (c, w) in enumerate(zip(cells, widths, strict=True))
         ).rstrip()
 
@@ -143,11 +158,20 @@ def _csv(tables: Sequence[Table]) -> str:
 
 
 def render_tables(tables: Sequence[Table], format: str = "markdown") -> str:
-    """Tables as one string: ``"markdown"``, ``"csv"`` (long form), ``"html"`` or ``"text"``."""
+    """Tables as one string: ``"markdown"``, ``"csv"`` (long form), ``"html"`` or ``"text"``.
+
+    A legend that several tables share is printed once, under the last of them.
+    """
     check_format(format)
     if not tables:
         return ""
     if format == "csv":
         return _csv(tables)
     renderer = {"markdown": _markdown, "html": _html, "text": _text}[format]
-    return "\n\n".join(renderer(table) for table in tables)
+    # a legend shared by several tables is printed once, under the last of them
+    last = {table.legend: index for index, table in enumerate(tables) if table.legend}
+    shown = [
+        table if last.get(table.legend) == index else evolve(table, legend="")
+        for index, table in enumerate(tables)
+    ]
+    return "\n\n".join(renderer(table) for table in shown)
