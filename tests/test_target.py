@@ -109,7 +109,8 @@ ENDPOINT = {"client_kwargs": {"endpoint_url": "http://127.0.0.1:9", "region_name
         ({**KEYS}, "s3fs"),  # no region, no endpoint: s3fs looks the bucket's region up
         ({**KEYS, **ENDPOINT, "profile": "work"}, "obstore"),  # explicit keys win
         ({**KEYS, **ENDPOINT, "config_kwargs": {}}, "s3fs"),  # no obstore equivalent
-        ({**KEYS, "client_kwargs": {"endpoint_url": "http://x", "verify": False}}, "s3fs"),
+        # verify translates (obstore's allow_invalid_certificates / root_certificate)
+        ({**KEYS, "client_kwargs": {"endpoint_url": "http://x", "verify": False}}, "obstore"),
     ],
 )
 def test_auto_chooses_obstore_only_when_the_options_translate(
