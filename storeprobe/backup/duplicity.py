@@ -548,10 +548,10 @@ class Duplicity(BackupMethod):
 
     name: ClassVar[str] = "duplicity"
     tool: ClassVar[str] = "duplicity 0.8.22 (--no-encryption; boto3+s3://, file://, sftp://)"
-    # restores on S3 read 8 MiB ranges, but the scenario's range check GETs a key nobody
-    # wrote (``<prefix>/range-check``), a 404 on moto and AWS: so the target's own client
-    # reads the ranges (obstore and s3fs both can)
-    ranged_reads: ClassVar[bool] = False
+    # restores on S3 read 8 MiB ranges (boto3's download): the client that can read
+    # ranges from this server is chosen before the first step (obstore cannot read them
+    # from a server that answers a range with 200, rclone serve s3: s3fs then reads them)
+    ranged_reads: ClassVar[bool] = True
 
     #: ``--volsize``: a volume's size in bytes (duplicity's default 200 MiB)
     volume_size: int = field(default=200 * MiB, converter=_volume_size)
