@@ -9,6 +9,12 @@ written (and every folder made) under the scenario's fresh run prefix so the sce
 end deletes exactly those (:meth:`Session.close` returns what could not be deleted as
 typed :class:`Leftover` values).
 
+A write or a read of many objects is split into windows of at most :data:`WINDOW_BUDGET`
+bytes of bodies each (:meth:`Session.put`, :meth:`Session.get_windows`; an object larger
+than the budget alone in its window), so a scenario holds about one window's bytes
+whatever the dataset's size; the requests and their order do not change, and a step is
+the sum of its windows' spans as before.
+
 Untimed, outside the windows: making bodies (the bytes of the objects a window writes
 are generated just before it), folders a write needs on a file system, evicting what
 the backups wrote from the page cache before a restore (:meth:`Session.evict`), and the
@@ -18,7 +24,7 @@ space the target holds (:meth:`Session.usage`, hard links counted once, as ``du`
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import attrs
 from attrs import define, field
@@ -32,9 +38,27 @@ from storeprobe.request import Kind, Part, Request
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Run
 
-__all__ = ["Leftover", "Session"]
+__all__ = ["WINDOW_BUDGET", "Leftover", "Session", "windows"]
 
 Backend = AsyncBackend | SyncBackend
+
+#: the most bytes of bodies one window of writes or reads holds (256 MiB)
+WINDOW_BUDGET = 256 * 1024 * 1024
+
+
+def windows(sizes: Sequence[int], budget: int = WINDOW_BUDGET) -> list[range]:
+    """Consecutive runs of indexes into ``sizes`` (bytes) whose sizes add up to at most
+    ``budget`` bytes each; an item larger than ``budget`` is a run of its own."""
+    runs: list[range] = []
+    start, total = 0, 0
+    for index, size in enumerate(sizes):
+        if index > start and total + size > budget:
+            runs.append(range(start, index))
+            start, total = index, 0
+        total += size
+    if start < len(sizes):
+        runs.append(range(start, len(sizes)))
+    return runs
 
 
 @define
@@ -62,6 +86,8 @@ class Session:
     links: dict[str, int] = field(factory=dict)
     #: files numbered in ``links`` so far
     linked_files: int = 0
+    #: the most bytes of bodies one window of :meth:`put` or :meth:`get_windows` holds
+    budget: int = WINDOW_BUDGET
 
     # -- the step ----------------------------------------------------------------------
     def take_runs(self) -> list[Run]:
@@ -120,25 +146,45 @@ class Session:
         return [outcome.size for outcome in self._window(plan, existence=True).outcomes]
 
     def put(self, blobs: Sequence[Blob]) -> None:
-        """One PUT per blob, ≤ ``streams`` at once (the folders a file system needs are
-        made first, untimed)."""
+        """One PUT per blob, ≤ ``streams`` at once, in windows of at most ``budget``
+        bytes (the folders a file system needs are made first, untimed)."""
         if not blobs:
             return
         self._make_folders(blob.key for blob in blobs)
-        plan = Plan(
-            phases=(
-                tuple(
-                    Request(kind=Kind.PUT, key=blob.key, body=Part(index, 0, blob.size))
-                    for index, blob in enumerate(blobs)
-                ),
+        for run in windows([blob.size for blob in blobs], self.budget):
+            some = [blobs[i] for i in run]
+            plan = Plan(
+                phases=(
+                    tuple(
+                        Request(kind=Kind.PUT, key=blob.key, body=Part(index, 0, blob.size))
+                        for index, blob in enumerate(some)
+                    ),
+                )
             )
-        )
-        for blob in blobs:
-            self.written[blob.key] = blob.size
-        self._window(plan, BlobPayloads(blobs))
+            for blob in some:
+                self.written[blob.key] = blob.size
+            self._window(plan, BlobPayloads(some))
 
     def get(self, reads: Sequence[Read]) -> list[bytes]:
-        """One GET per read (ranged where it says), ≤ ``streams`` at once; the bytes."""
+        """One GET per read (ranged where it says), ≤ ``streams`` at once, in windows of
+        at most ``budget`` bytes; the bytes of every read (held together: a restore that
+        can write as it reads uses :meth:`get_windows`)."""
+        return [body for bodies in self.get_windows(reads) for body in bodies]
+
+    def get_windows(self, reads: Sequence[Read]) -> Iterator[list[bytes]]:
+        """The reads of :meth:`get`, one window at a time: each window's bytes, in order,
+        before the next window runs (so the caller holds one window's bytes). A read's
+        size is its range, or the size this session wrote under its key."""
+        sizes = [
+            r.stop - r.start
+            if r.start is not None and r.stop is not None
+            else self.written.get(r.key, 0)
+            for r in reads
+        ]
+        for run in windows(sizes, self.budget):
+            yield self._get([reads[i] for i in run])
+
+    def _get(self, reads: Sequence[Read]) -> list[bytes]:
         if not reads:
             return []
         plan = Plan(
