@@ -30,8 +30,10 @@ def high_water_mib():
     with open("/proc/self/status") as status:
         return next(int(l.split()[1]) for l in status if l.startswith("VmHWM")) / 1024
 """
-BASELINE = "import sys; sys.path.insert(0, {root!r})\nimport storeprobe, storeprobe.cli\n" + HWM + (
-    "print(high_water_mib())"
+BASELINE = (
+    "import sys; sys.path.insert(0, {root!r})\nimport storeprobe, storeprobe.cli\n"
+    + HWM
+    + ("print(high_water_mib())")
 )
 CASE = (
     "import sys, contextlib, io; sys.path.insert(0, {root!r})\n"
@@ -44,9 +46,7 @@ CASE = (
 
 
 def _run(code: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=False
-    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"case failed:\n{done.stderr[-2000:]}")
     return done.stdout.split("\n")[-2]

@@ -41,8 +41,8 @@ def restore_version(
     for path, keys in version.layout.items():
         if path not in unchanged:
             wanted.update((key, None) for key, _ in keys if key not in have)
-    keys = iter(wanted)
+    order = iter(wanted)
     windows = session.get_windows([Read(key=k) for k in wanted])
     # the objects arrive a window at a time and are written as they arrive
-    fetched = ((next(keys), body) for bodies in windows for body in bodies)
+    fetched = ((next(order), body) for bodies in windows for body in bodies)
     assemble(version, previous, directory, unchanged, fetched)

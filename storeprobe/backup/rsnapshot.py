@@ -134,11 +134,13 @@ class _RsnapshotReplay(Replay):
         session.head([self._key(session, index, file.path) for file in files])
         have = {} if held is None else {file.path: file for file in held.files}
         wanted = [file for file in files if have.get(file.path) != file]
-        data = session.get([Read(key=self._key(session, index, file.path)) for file in wanted])
+        reads = [Read(key=self._key(session, index, file.path)) for file in wanted]
+        remaining = iter(wanted)
+        # each window's files are written before the next window runs
+        for bodies in session.get_windows(reads):
+            write_files(directory, {next(remaining).path: body for body in bodies}, ())
         gone = [path for path in have if path not in {file.path for file in files}]
-        write_files(
-            directory, {file.path: body for file, body in zip(wanted, data, strict=True)}, gone
-        )
+        write_files(directory, {}, gone)
 
 
 @frozen(kw_only=True)

@@ -34,7 +34,8 @@ from storeprobe.backup.objects import Blob, BlobPayloads, Read
 from storeprobe.execution import Leftover, bounded, delete_names, execute, remove_folders
 from storeprobe.jobs import EXISTENCE
 from storeprobe.planning import Plan
-from storeprobe.request import Kind, Part, Request
+from storeprobe.request import Body, Kind, Part, Request
+from storeprobe.staging import Staging
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Run
 
@@ -87,7 +88,7 @@ class Session:
     #: files numbered in ``links`` so far
     linked_files: int = 0
     #: the most bytes of bodies one window of :meth:`put` or :meth:`get_windows` holds
-    budget: int = WINDOW_BUDGET
+    budget: int = field(factory=lambda: WINDOW_BUDGET)
 
     # -- the step ----------------------------------------------------------------------
     def take_runs(self) -> list[Run]:
@@ -106,19 +107,38 @@ class Session:
         backend: Backend = self.target.backend
         if any(r.kind is Kind.GET and r.start is not None for r in plan.requests):
             backend = self.reader
-        bodies = [
-            None if r.body is None or payloads is None else backend.body(payloads, r.body)
-            for r in plan.requests
-        ]
-        run = execute(
-            backend,
-            plan,
-            streams=self.streams if streams is None else streams,
-            clock=self.clock,
-            timeout=self.timeout,
-            bodies=bodies,
-            wrap=EXISTENCE if existence else None,
-        )
+        stagings: list[Staging] = []
+
+        def body(request: Request) -> Body | None:
+            part = request.body
+            if part is None or payloads is None:
+                return None
+            if (
+                request.kind is Kind.PUT
+                and part.stop - part.start > self.budget
+                and backend.capabilities.sends_from_file
+                and request.part_size is None
+            ):
+                # a whole object larger than a window: staged on the local disk, 1 MiB
+                # at a time, and sent from there (see storeprobe.staging)
+                stagings.append(Staging.of_payloads(payloads, part.index, part.stop))
+                return backend.whole_staged_file(stagings[-1])
+            return backend.body(payloads, part)
+
+        try:
+            bodies = [body(r) for r in plan.requests]
+            run = execute(
+                backend,
+                plan,
+                streams=self.streams if streams is None else streams,
+                clock=self.clock,
+                timeout=self.timeout,
+                bodies=bodies,
+                wrap=EXISTENCE if existence else None,
+            )
+        finally:
+            for staging in stagings:
+                staging.close()
         self.runs.append(run)
         return run
 
