@@ -191,6 +191,12 @@ class Session:
         can write as it reads uses :meth:`get_windows`)."""
         return [body for bodies in self.get_windows(reads) for body in bodies]
 
+    def read_through(self, reads: Sequence[Read]) -> None:
+        """The reads of :meth:`get` whose bytes the method does not keep (a signature's
+        read of a file, say): each window's bytes dropped before the next runs."""
+        for _ in self.get_windows(reads):
+            pass
+
     def get_windows(self, reads: Sequence[Read]) -> Iterator[list[bytes]]:
         """The reads of :meth:`get`, one window at a time: each window's bytes, in order,
         before the next window runs (so the caller holds one window's bytes). A read's
