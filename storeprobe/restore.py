@@ -16,9 +16,10 @@ from pathlib import Path
 
 from storeprobe.dataset import Dataset
 from storeprobe.manifest import VersionMap
+from storeprobe.staging import Staging
 from storeprobe.verification import VerificationError
 
-__all__ = ["assemble", "verify_restore", "write_files"]
+__all__ = ["assemble", "verify_restore", "write_fetched", "write_files"]
 
 
 def assemble(
@@ -84,6 +85,21 @@ def _read(path: Path, offset: int, length: int) -> bytes:
     with open(path, "rb") as handle:
         handle.seek(offset)
         return handle.read(length)
+
+
+def write_fetched(path: Path, body: bytes | Staging) -> None:
+    """Write ``body`` (bytes, or a staging file a large read landed in, copied 1 MiB at
+    a time and closed) to ``path``, making its folder (untimed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(body, bytes):
+        path.write_bytes(body)
+        return
+    try:
+        with open(path, "wb") as out:
+            for _, chunk in body.chunks():
+                out.write(chunk)
+    finally:
+        body.close()
 
 
 def write_files(directory: Path, files: Mapping[str, bytes], removed: Iterable[str]) -> None:

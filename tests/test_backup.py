@@ -413,11 +413,12 @@ def test_a_small_window_budget_keeps_the_requests_and_restores_every_byte(
     assert made[1] > made[0]
 
 
-def test_an_object_larger_than_a_window_is_sent_from_a_staging_file(
+def test_an_object_larger_than_a_window_is_staged_both_ways(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An image file above the budget goes as one PUT of a staged file (the client reads
-    it as it sends), the same requests as in memory, and restores byte for byte."""
+    it as it sends) and comes back as one GET landing in a staged file: the same requests
+    as in memory, and every byte restored."""
     import storeprobe.staging as staging_module
 
     staged: list[int] = []
@@ -426,6 +427,13 @@ def test_an_object_larger_than_a_window_is_sent_from_a_staging_file(
     def counted(cls: type, payloads: Any, index: int, size: int, directory: Any = None) -> Any:
         staged.append(size)
         return of_payloads(cls, payloads, index, size, directory)
+
+    blank = staging_module.Staging.blank.__func__  # type: ignore[attr-defined]
+    landed: list[int] = []
+
+    def counted_blank(cls: type, size: int, directory: Any = None) -> Any:
+        landed.append(size)
+        return blank(cls, size, directory)
 
     image = Image.create("1MiB", block_size="64KiB", seed=5)
     versions = [image, image.evolve(seed=1)]
@@ -440,8 +448,12 @@ def test_an_object_larger_than_a_window_is_sent_from_a_staging_file(
     whole = run("whole")
     assert staged == []
     monkeypatch.setattr(staging_module.Staging, "of_payloads", classmethod(counted))
+    monkeypatch.setattr(staging_module.Staging, "blank", classmethod(counted_blank))
     monkeypatch.setattr(session_module, "WINDOW_BUDGET", 256 * 1024)
     split = run("split")
     assert all(r.ok for r in [*whole, *split]), [r.errors for r in split]
     assert _counts(split) == _counts(whole)
     assert staged == [image.total_bytes, image.total_bytes]  # the image, once per backup
+    gets = sum(counts.get("get", 0) for counts in _counts(split))
+    assert gets >= 2
+    assert landed == [image.total_bytes] * gets  # and every GET of it lands in a file

@@ -71,6 +71,7 @@ from storeprobe.backup.session import Session
 from storeprobe.dataset import Dataset, File
 from storeprobe.errors import ConfigurationError
 from storeprobe.manifest import Piece
+from storeprobe.restore import write_fetched
 from storeprobe.units import GiB, MiB, parse_size
 
 __all__ = ["OBJECT_STORES", "PART_SIZE", "UPLOAD_CUTOFF", "Files"]
@@ -254,12 +255,12 @@ class _FilesReplay(Replay):
             # each window's files go to temporary names as they arrive (a later root's
             # copy replaces an earlier one's); they replace the directory's files once
             # the replay's copies are checked
-            for bodies in session.get_windows(
+            for bodies in session.get_staged_windows(
                 [Read(key=session.key(root.name, p)) for p in differ]
             ):
                 for body in bodies:
                     path = next(remaining)
-                    _write(_temporary(directory / path), body)
+                    write_fetched(_temporary(directory / path), body)
                     fetched.add(path)
                     local[path] = root.files[path]
         wanted = {file.path: file for file in version.files}
@@ -291,11 +292,6 @@ def _piece(version: Dataset, file: File) -> Piece:
 
 def _temporary(path: Path) -> Path:
     return path.with_name(path.name + ".storeprobe-part")
-
-
-def _write(path: Path, body: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(body)
 
 
 def _flag(_: object, attribute: attrs.Attribute[bool], value: object) -> None:

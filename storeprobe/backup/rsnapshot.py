@@ -44,6 +44,7 @@ writes whole files, so the storage sees the same writes).
 
 from __future__ import annotations
 
+import os
 import posixpath
 from pathlib import Path
 from typing import ClassVar
@@ -55,7 +56,7 @@ from storeprobe.backup.objects import Blob, Read
 from storeprobe.backup.session import Session
 from storeprobe.dataset import Dataset, File
 from storeprobe.manifest import Piece
-from storeprobe.restore import write_files
+from storeprobe.restore import write_fetched, write_files
 
 __all__ = ["Rsnapshot"]
 
@@ -137,8 +138,12 @@ class _RsnapshotReplay(Replay):
         reads = [Read(key=self._key(session, index, file.path)) for file in wanted]
         remaining = iter(wanted)
         # each window's files are written before the next window runs
-        for bodies in session.get_windows(reads):
-            write_files(directory, {next(remaining).path: body for body in bodies}, ())
+        for bodies in session.get_staged_windows(reads):
+            for body in bodies:
+                destination = directory / next(remaining).path
+                temporary = destination.with_name(destination.name + ".storeprobe-part")
+                write_fetched(temporary, body)
+                os.replace(temporary, destination)
         gone = [path for path in have if path not in {file.path for file in files}]
         write_files(directory, {}, gone)
 

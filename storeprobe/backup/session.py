@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 import attrs
 from attrs import define, field
 
-from storeprobe.backends import AsyncBackend, SyncBackend
+from storeprobe.backends import AsyncBackend, Landing, SyncBackend
 from storeprobe.backup.objects import Blob, BlobPayloads, Read
 from storeprobe.execution import Leftover, bounded, delete_names, execute, remove_folders
 from storeprobe.jobs import EXISTENCE
@@ -103,6 +103,7 @@ class Session:
         *,
         existence: bool = False,
         streams: int | None = None,
+        landings: Sequence[Landing] | None = None,
     ) -> Run:
         backend: Backend = self.target.backend
         if any(r.kind is Kind.GET and r.start is not None for r in plan.requests):
@@ -134,6 +135,7 @@ class Session:
                 clock=self.clock,
                 timeout=self.timeout,
                 bodies=bodies,
+                landings=landings,
                 wrap=EXISTENCE if existence else None,
             )
         finally:
@@ -201,16 +203,40 @@ class Session:
         """The reads of :meth:`get`, one window at a time: each window's bytes, in order,
         before the next window runs (so the caller holds one window's bytes). A read's
         size is its range, or the size this session wrote under its key."""
-        sizes = [
+        for run in windows(self._sizes(reads), self.budget):
+            yield self._get([reads[i] for i in run])
+
+    def get_staged_windows(self, reads: Sequence[Read]) -> Iterator[list[bytes | Staging]]:
+        """:meth:`get_windows`, but a whole object larger than the budget, on a client
+        that lands a read in a file (``lands_in_file``: the local disk, S3), lands in a
+        :class:`~storeprobe.staging.Staging` file written as its bytes arrive (one GET as
+        in memory; the file is zeroed and fsynced before its window, as a probe's staged
+        download). The caller reads it and closes it."""
+        sizes = self._sizes(reads)
+        lands = self.target.backend.capabilities.lands_in_file
+        for run in windows(sizes, self.budget):
+            some = [reads[i] for i in run]
+            size = sizes[run[0]]
+            if len(some) == 1 and size > self.budget and some[0].start is None and lands:
+                staging = Staging.blank(size)
+                try:
+                    self._get(some, landings=[staging])
+                except BaseException:
+                    staging.close()
+                    raise
+                yield [staging]
+            else:
+                yield list(self._get(some))
+
+    def _sizes(self, reads: Sequence[Read]) -> list[int]:
+        return [
             r.stop - r.start
             if r.start is not None and r.stop is not None
             else self.written.get(r.key, 0)
             for r in reads
         ]
-        for run in windows(sizes, self.budget):
-            yield self._get([reads[i] for i in run])
 
-    def _get(self, reads: Sequence[Read]) -> list[bytes]:
+    def _get(self, reads: Sequence[Read], landings: Sequence[Landing] | None = None) -> list[bytes]:
         if not reads:
             return []
         plan = Plan(
@@ -221,7 +247,7 @@ class Session:
                 ),
             )
         )
-        run = self._window(plan)
+        run = self._window(plan, landings=landings)
         bodies = [bytes(outcome.data or b"") for outcome in run.outcomes]
         # the step keeps the window's record, not the bytes it read (a restore's reads
         # would otherwise all stay in memory until the step ends)
