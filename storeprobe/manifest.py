@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from urllib.parse import quote
 
 from attrs import frozen
@@ -81,6 +81,29 @@ class Chunking:
                 fat=False,
             )
         ]
+
+    def cut_windows(
+        self, read: Callable[[int, int], bytes], size: int, window: int = 64 * 1024 * 1024
+    ) -> Iterator[tuple[int, bytes]]:
+        """(offset, bytes) of each chunk of the ``size`` bytes ``read(start, stop)``
+        gives, read ``window`` bytes at a time (at least eight average chunks): the chunks
+        :meth:`cut` finds in the whole, as a window's last chunk is cut again from its
+        start in the next window (a content-defined cut depends only on the bytes since
+        the chunk began), so only one window is held."""
+        if size == 0:
+            yield 0, b""
+            return
+        window = max(window, self.average * 8)
+        start = 0
+        while start < size:
+            stop = min(start + window, size)
+            data = read(start, stop)
+            cuts = self.cut(data)
+            if stop < size:
+                cuts = cuts[:-1]  # may end where the window does, not where the content does
+            for offset, length in cuts:
+                yield start + offset, data[offset : offset + length]
+            start += cuts[-1][0] + cuts[-1][1]
 
 
 # -- where the bytes come from ---------------------------------------------------------
@@ -170,10 +193,14 @@ def map_chunks(prefix: str, dataset: Dataset, chunking: Chunking) -> VersionMap:
     objects: dict[str, Stored] = {}
     layout: dict[str, list[tuple[str, int]]] = {}
     for file in dataset.files:
-        data = dataset.payload(file)
         keys: list[tuple[str, int]] = []
-        for offset, length in chunking.cut(data):
-            digest = hashlib.blake2b(data[offset : offset + length], digest_size=16).hexdigest()
+
+        def read(start: int, stop: int, file: File = file) -> bytes:
+            return dataset.payload(file, start, stop)
+
+        for offset, chunk in chunking.cut_windows(read, file.size):
+            length = len(chunk)
+            digest = hashlib.blake2b(chunk, digest_size=16).hexdigest()
             key = f"{prefix}/chunks/{digest}"
             if key not in objects:
                 objects[key] = Stored(

@@ -457,3 +457,15 @@ def test_an_object_larger_than_a_window_is_staged_both_ways(
     gets = sum(counts.get("get", 0) for counts in _counts(split))
     assert gets >= 2
     assert landed == [image.total_bytes] * gets  # and every GET of it lands in a file
+
+
+def test_chunks_cut_window_by_window_are_the_chunks_of_the_whole() -> None:
+    data = Image.create("3MiB", block_size="64KiB", seed=9).payload(
+        Image.create("3MiB", block_size="64KiB", seed=9).file
+    )
+    chunking = Chunking(average=16 * 1024)
+    whole = [(offset, data[offset : offset + length]) for offset, length in chunking.cut(data)]
+    windowed = list(chunking.cut_windows(lambda a, b: data[a:b], len(data), window=200 * 1024 + 7))
+    assert len(whole) > 100
+    assert windowed == whole
+    assert list(chunking.cut_windows(lambda a, b: b"", 0)) == [(0, b"")]
