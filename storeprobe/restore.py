@@ -19,6 +19,9 @@ from storeprobe.manifest import VersionMap
 from storeprobe.staging import Staging
 from storeprobe.verification import VerificationError
 
+#: bytes of a restored file read and checked at a time
+_VERIFY_CHUNK = 8 * 1024 * 1024
+
 __all__ = ["assemble", "verify_restore", "write_fetched", "write_files"]
 
 
@@ -130,9 +133,17 @@ def verify_restore(dataset: Dataset, directory: Path) -> None:
             f"restore differs: {len(extra)} extra, {len(missing)} missing files"
         )
     for path, file in expected.items():
-        data = (directory / path).read_bytes()
-        if len(data) != file.size or (bad := dataset.mismatch(file, data)) is not None:
-            where = "its length" if len(data) != file.size else f"byte {bad}"
+        # read 8 MiB at a time, so a file of any size is checked in bounded memory
+        where = None
+        with open(directory / path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size != file.size:
+                where = "its length"
+            offset = 0
+            while where is None and (data := handle.read(_VERIFY_CHUNK)):
+                if (bad := dataset.mismatch(file, data, offset)) is not None:
+                    where = f"byte {bad}"
+                offset += len(data)
+        if where is not None:
             raise VerificationError(
                 f"verification failed: {path} differs from version {dataset.version} at {where}"
             )
