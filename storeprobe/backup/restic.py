@@ -102,7 +102,7 @@ from storeprobe.backup.objects import Blob, Read, Segment
 from storeprobe.backup.session import Session
 from storeprobe.dataset import Dataset, File
 from storeprobe.errors import ConfigurationError
-from storeprobe.manifest import Piece
+from storeprobe.manifest import Piece, cut_windows
 from storeprobe.units import GiB, KiB, MiB, parse_size
 
 __all__ = ["Restic"]
@@ -408,10 +408,18 @@ class _ResticReplay(Replay):
         known = self.chunks.get((file.path, file.generation))
         if known is not None:
             return known
-        data = version.payload(file)
+        polynomial = self.polynomial
+
+        def read(start: int, stop: int) -> bytes:
+            return version.payload(file, start, stop)
+
+        def cut_one(data: bytes) -> list[tuple[int, int]]:
+            return _cut(data, polynomial)
+
+        # the file is read and cut a window at a time (the same chunks as the whole)
         cut = [
-            (hashlib.sha256(data[offset : offset + length]).hexdigest(), offset, length)
-            for offset, length in _cut(data, self.polynomial)
+            (hashlib.sha256(chunk).hexdigest(), offset, len(chunk))
+            for offset, chunk in cut_windows(cut_one, read, file.size)
         ]
         found = [(blob_id, Piece(version, file, offset, length)) for blob_id, offset, length in cut]
         self.chunks[(file.path, file.generation)] = found
