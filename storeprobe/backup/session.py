@@ -248,12 +248,17 @@ class Session:
             )
         )
         run = self._window(plan, landings=landings)
-        bodies = [bytes(outcome.data or b"") for outcome in run.outcomes]
+        received = [outcome.data for outcome in run.outcomes]
         # the step keeps the window's record, not the bytes it read (a restore's reads
         # would otherwise all stay in memory until the step ends)
         self.runs[-1] = attrs.evolve(
             run, outcomes=tuple(outcome._replace(data=None) for outcome in run.outcomes)
         )
+        del run
+        bodies: list[bytes] = []
+        for index, data in enumerate(received):  # one copy at a time: a window, not two
+            received[index] = None
+            bodies.append(bytes(data or b""))
         return bodies
 
     def put_parts(self, blob: Blob, part_size: int, concurrency: int) -> None:
