@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from urllib.parse import quote
 
 from attrs import frozen
@@ -27,16 +27,22 @@ from storeprobe.errors import ConfigurationError, MissingDependencyError
 from storeprobe.units import MiB, parse_size
 
 __all__ = [
+    "CUT_WINDOW",
     "Blobs",
     "Chunking",
     "Piece",
     "Pieces",
     "Stored",
     "VersionMap",
+    "cut_windows",
     "file_key",
     "map_chunks",
     "map_files",
 ]
+
+
+#: bytes of a file a chunker reads at a time
+CUT_WINDOW = 64 * MiB
 
 
 @frozen(kw_only=True)
@@ -81,6 +87,41 @@ class Chunking:
                 fat=False,
             )
         ]
+
+    def cut_windows(
+        self, read: Callable[[int, int], bytes], size: int, window: int = CUT_WINDOW
+    ) -> Iterator[tuple[int, bytes]]:
+        """(offset, bytes) of each chunk of the ``size`` bytes ``read(start, stop)``
+        gives, read ``window`` bytes at a time (at least eight average chunks): the chunks
+        :meth:`cut` finds in the whole (see :func:`cut_windows`)."""
+        if size == 0:
+            yield 0, b""
+            return
+        yield from cut_windows(self.cut, read, size, max(window, self.average * 8))
+
+
+def cut_windows(
+    cut: Callable[[bytes], list[tuple[int, int]]],
+    read: Callable[[int, int], bytes],
+    size: int,
+    window: int = CUT_WINDOW,
+) -> Iterator[tuple[int, bytes]]:
+    """(offset, bytes) of each chunk ``cut`` finds in the ``size`` bytes that
+    ``read(start, stop)`` gives, read ``window`` bytes at a time (more than two of the
+    chunker's largest chunks): a window's last chunk may end where the window does, so
+    it is cut again from its start in the next window. The same chunks as ``cut`` of the
+    whole, for a chunker whose cut depends only on the bytes since the chunk began
+    (FastCDC, restic's Rabin chunker); one window is held."""
+    start = 0
+    while start < size:
+        stop = min(start + window, size)
+        data = read(start, stop)
+        cuts = cut(data)
+        if stop < size:
+            cuts = cuts[:-1]
+        for offset, length in cuts:
+            yield start + offset, data[offset : offset + length]
+        start += cuts[-1][0] + cuts[-1][1]
 
 
 # -- where the bytes come from ---------------------------------------------------------
@@ -170,10 +211,14 @@ def map_chunks(prefix: str, dataset: Dataset, chunking: Chunking) -> VersionMap:
     objects: dict[str, Stored] = {}
     layout: dict[str, list[tuple[str, int]]] = {}
     for file in dataset.files:
-        data = dataset.payload(file)
         keys: list[tuple[str, int]] = []
-        for offset, length in chunking.cut(data):
-            digest = hashlib.blake2b(data[offset : offset + length], digest_size=16).hexdigest()
+
+        def read(start: int, stop: int, file: File = file) -> bytes:
+            return dataset.payload(file, start, stop)
+
+        for offset, chunk in chunking.cut_windows(read, file.size):
+            length = len(chunk)
+            digest = hashlib.blake2b(chunk, digest_size=16).hexdigest()
             key = f"{prefix}/chunks/{digest}"
             if key not in objects:
                 objects[key] = Stored(

@@ -16,9 +16,13 @@ from pathlib import Path
 
 from storeprobe.dataset import Dataset
 from storeprobe.manifest import VersionMap
+from storeprobe.staging import Staging
 from storeprobe.verification import VerificationError
 
-__all__ = ["assemble", "verify_restore", "write_files"]
+#: bytes of a restored file read and checked at a time
+_VERIFY_CHUNK = 8 * 1024 * 1024
+
+__all__ = ["assemble", "verify_restore", "write_fetched", "write_files"]
 
 
 def assemble(
@@ -26,40 +30,79 @@ def assemble(
     previous: VersionMap | None,
     directory: Path,
     unchanged: set[str],
-    fetched: dict[str, bytes],
+    fetched: Iterable[tuple[str, bytes]],
 ) -> None:
     """Write the restored version into ``directory`` (untimed): new and changed files from
     the fetched objects (chunks held locally read from the previous version's files),
-    files gone from this version deleted."""
-    local: dict[str, tuple[str, int, int]] = {}  # key -> (path, offset, length) on disk
+    files gone from this version deleted.
+
+    ``fetched`` yields ``(key, bytes)`` in the order the version first uses each key,
+    and is consumed as the files are written: an object is held only until it is written
+    (a key used again is read back from the file it went into), so a restore that reads
+    in windows holds about one window's bytes."""
+    local: dict[str, tuple[Path, int, int]] = {}  # key -> (file, offset, length) on disk
     if previous is not None:
         for path, keys in previous.layout.items():
             offset = 0
             for key, length in keys:
-                local.setdefault(key, (path, offset, length))
+                local.setdefault(key, (directory / path, offset, length))
                 offset += length
+    arriving = iter(fetched)
+    pending: dict[str, bytes] = {}
     for path, keys in version.layout.items():
         if path in unchanged:
             continue
-        parts: list[bytes] = []
-        for key, length in keys:
-            if key in fetched:
-                parts.append(fetched[key])
-            else:
-                source, offset, size = local[key]
-                with open(directory / source, "rb") as handle:
-                    handle.seek(offset)
-                    parts.append(handle.read(size))
-                if size != length:
-                    raise OSError(f"object {key} has {size} bytes locally, expected {length}")
         destination = directory / path
         destination.parent.mkdir(parents=True, exist_ok=True)
         temporary = destination.with_name(destination.name + ".storeprobe-part")
-        temporary.write_bytes(b"".join(parts))
+        here: dict[str, tuple[int, int]] = {}  # keys already in this file
+        with open(temporary, "wb") as out:
+            offset = 0
+            for key, length in keys:
+                if key in here:
+                    out.flush()
+                    data = _read(temporary, *here[key])
+                elif key in local:
+                    data = _read(*local[key])
+                    if len(data) != length:
+                        raise OSError(
+                            f"object {key} has {len(data)} bytes locally, expected {length}"
+                        )
+                else:
+                    while key not in pending:
+                        arrived, body = next(arriving)
+                        pending[arrived] = body
+                    data = pending.pop(key)
+                out.write(data)
+                here.setdefault(key, (offset, len(data)))
+                offset += len(data)
         os.replace(temporary, destination)
+        for key, (at, length) in here.items():
+            local.setdefault(key, (destination, at, length))
     if previous is not None:
         for path in set(previous.layout) - set(version.layout):
             (directory / path).unlink()
+
+
+def _read(path: Path, offset: int, length: int) -> bytes:
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        return handle.read(length)
+
+
+def write_fetched(path: Path, body: bytes | Staging) -> None:
+    """Write ``body`` (bytes, or a staging file a large read landed in, copied 1 MiB at
+    a time and closed) to ``path``, making its folder (untimed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(body, bytes):
+        path.write_bytes(body)
+        return
+    try:
+        with open(path, "wb") as out:
+            for _, chunk in body.chunks():
+                out.write(chunk)
+    finally:
+        body.close()
 
 
 def write_files(directory: Path, files: Mapping[str, bytes], removed: Iterable[str]) -> None:
@@ -90,9 +133,17 @@ def verify_restore(dataset: Dataset, directory: Path) -> None:
             f"restore differs: {len(extra)} extra, {len(missing)} missing files"
         )
     for path, file in expected.items():
-        data = (directory / path).read_bytes()
-        if len(data) != file.size or (bad := dataset.mismatch(file, data)) is not None:
-            where = "its length" if len(data) != file.size else f"byte {bad}"
+        # read 8 MiB at a time, so a file of any size is checked in bounded memory
+        where = None
+        with open(directory / path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size != file.size:
+                where = "its length"
+            offset = 0
+            while where is None and (data := handle.read(_VERIFY_CHUNK)):
+                if (bad := dataset.mismatch(file, data, offset)) is not None:
+                    where = f"byte {bad}"
+                offset += len(data)
+        if where is not None:
             raise VerificationError(
                 f"verification failed: {path} differs from version {dataset.version} at {where}"
             )

@@ -34,6 +34,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from typing import Protocol
 
 from storeprobe.errors import ConfigurationError
 from storeprobe.units import MiB, format_size
@@ -45,6 +46,13 @@ __all__ = ["CHUNK", "Staging"]
 CHUNK = 8 * MiB
 _CHUNK = MiB
 _PAGE = mmap.PAGESIZE
+
+
+class Fills(Protocol):
+    """What fills a staging file: the bytes of object ``index`` from ``start`` into ``out``
+    (a :class:`~storeprobe.request.Payloads`)."""
+
+    def fill(self, index: int, start: int, out: memoryview) -> None: ...
 
 
 class Staging:
@@ -79,12 +87,20 @@ class Staging:
     @classmethod
     def of_payload(cls, workload: Workload, index: int, directory: str | None = None) -> Staging:
         """A staging file holding object ``index``'s payload, written 1 MiB at a time."""
-        staging = cls(workload.size, directory)
+        return cls.of_payloads(workload, index, workload.size, directory)
+
+    @classmethod
+    def of_payloads(
+        cls, payloads: Fills, index: int, size: int, directory: str | None = None
+    ) -> Staging:
+        """A staging file holding the first ``size`` bytes of object ``index`` of
+        ``payloads``, written 1 MiB at a time (a backup's object larger than a window)."""
+        staging = cls(size, directory)
         buffer = bytearray(_CHUNK)
-        for start in range(0, workload.size, _CHUNK):
-            stop = min(start + _CHUNK, workload.size)
+        for start in range(0, size, _CHUNK):
+            stop = min(start + _CHUNK, size)
             chunk = memoryview(buffer)[: stop - start]
-            workload.fill(index, start, chunk)
+            payloads.fill(index, start, chunk)
             staging.write(start, chunk)
         os.fsync(staging.fd)  # clean pages: no write-back of them during the window
         return staging

@@ -13,6 +13,8 @@ import pytest
 
 from storeprobe import Probe
 from storeprobe.backup import BackupMethod, Chunking, Files, Replay, Session
+from storeprobe.backup import session as session_module
+from storeprobe.backup.session import windows
 from storeprobe.dataset import Image, Sizes, Tree
 from storeprobe.errors import ConfigurationError
 from storeprobe.notices import Code
@@ -378,3 +380,99 @@ def test_s3_cleanup_runs_at_prep_streams_and_the_steps_at_streams(
     assert max(count for delete, count in arrivals if not delete) == 1
     assert 1 < max(count for delete, count in arrivals if delete) <= 8
     assert tree(s3_bucket_dir) == before
+
+
+def test_windows_split_by_bytes_an_oversized_item_alone() -> None:
+    assert windows([], 10) == []
+    assert windows([4, 4, 4, 30, 1, 9, 1], 10) == [range(2), range(2, 3), range(3, 4),
+                                                   range(4, 6), range(6, 7)]  # fmt: skip
+
+
+@pytest.mark.parametrize("method", ["files", "chunks", "rsnapshot", "restic"])
+def test_a_small_window_budget_keeps_the_requests_and_restores_every_byte(
+    tmp_path: Path, method: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Puts and gets split into windows of at most the budget's bytes: the same requests
+    as with one window per call, more windows, and every version restored and verified."""
+    versions = [TREE, TREE.evolve(seed=1)]
+    window = Session._window
+    made: list[int] = []
+
+    def counted(self: Session, *args: Any, **kwargs: Any) -> Any:
+        made[-1] += 1
+        return window(self, *args, **kwargs)
+
+    monkeypatch.setattr(Session, "_window", counted)
+
+    def run(where: str) -> ResultSet:
+        root = tmp_path / where
+        root.mkdir()
+        made.append(0)
+        return Probe.from_url(str(root), streams=2).backup_restore(
+            versions[0], versions=versions, method=method, chunk_size=CHUNK
+        )
+
+    whole = run("whole")
+    monkeypatch.setattr(session_module, "WINDOW_BUDGET", 64 * 1024)
+    split = run("split")
+    assert all(r.ok for r in [*whole, *split]), [r.errors for r in split]
+    assert _counts(split) == _counts(whole)
+    assert made[1] > made[0]
+
+
+def test_an_object_larger_than_a_window_is_staged_both_ways(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An image file above the budget goes as one PUT of a staged file (the client reads
+    it as it sends) and comes back as one GET landing in a staged file: the same requests
+    as in memory, and every byte restored."""
+    import storeprobe.staging as staging_module
+
+    staged: list[int] = []
+    of_payloads = staging_module.Staging.of_payloads.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type, payloads: Any, index: int, size: int, directory: Any = None) -> Any:
+        staged.append(size)
+        return of_payloads(cls, payloads, index, size, directory)
+
+    blank = staging_module.Staging.blank.__func__  # type: ignore[attr-defined]
+    landed: list[int] = []
+
+    def counted_blank(cls: type, size: int, directory: Any = None) -> Any:
+        landed.append(size)
+        return blank(cls, size, directory)
+
+    image = Image.create("1MiB", block_size="64KiB", seed=5)
+    versions = [image, image.evolve(seed=1)]
+
+    def run(where: str) -> ResultSet:
+        root = tmp_path / where
+        root.mkdir()
+        return Probe.from_url(str(root)).backup_restore(
+            versions[0], versions=versions, method="files"
+        )
+
+    whole = run("whole")
+    assert staged == []
+    monkeypatch.setattr(staging_module.Staging, "of_payloads", classmethod(counted))
+    monkeypatch.setattr(staging_module.Staging, "blank", classmethod(counted_blank))
+    monkeypatch.setattr(session_module, "WINDOW_BUDGET", 256 * 1024)
+    split = run("split")
+    assert all(r.ok for r in [*whole, *split]), [r.errors for r in split]
+    assert _counts(split) == _counts(whole)
+    assert staged == [image.total_bytes, image.total_bytes]  # the image, once per backup
+    gets = sum(counts.get("get", 0) for counts in _counts(split))
+    assert gets >= 2
+    assert landed == [image.total_bytes] * gets  # and every GET of it lands in a file
+
+
+def test_chunks_cut_window_by_window_are_the_chunks_of_the_whole() -> None:
+    data = Image.create("3MiB", block_size="64KiB", seed=9).payload(
+        Image.create("3MiB", block_size="64KiB", seed=9).file
+    )
+    chunking = Chunking(average=16 * 1024)
+    whole = [(offset, data[offset : offset + length]) for offset, length in chunking.cut(data)]
+    windowed = list(chunking.cut_windows(lambda a, b: data[a:b], len(data), window=200 * 1024 + 7))
+    assert len(whole) > 100
+    assert windowed == whole
+    assert list(chunking.cut_windows(lambda a, b: b"", 0)) == [(0, b"")]

@@ -347,3 +347,23 @@ def test_restic_over_sftp_and_rclone_s3(
         assert all(r.ok for r in results), [r.errors for r in results]
         assert [r.requests_by_kind.get("get") for r in results[2:]] == [3, 4]
     assert (tree(root), tree(s3_bucket_dir)) == before
+
+
+def test_restic_chunks_cut_window_by_window_are_the_chunks_of_the_whole() -> None:
+    """restic's chunker restarts at every chunk, so cutting a file a window at a time
+    (the backup's bounded memory) finds exactly the chunks of the whole file."""
+    from storeprobe.backup.restic import CHUNK_MAX, POLYNOMIAL, _cut
+    from storeprobe.dataset import Image
+    from storeprobe.manifest import cut_windows
+
+    image = Image.create("40MiB", block_size="1MiB", seed=4)
+    data = image.payload(image.file)
+    polynomial = POLYNOMIAL
+
+    def cut(part: bytes) -> list[tuple[int, int]]:
+        return _cut(part, polynomial)
+
+    whole = [(offset, data[offset : offset + length]) for offset, length in cut(data)]
+    windowed = list(cut_windows(cut, lambda a, b: data[a:b], len(data), 2 * CHUNK_MAX + 123))
+    assert len(whole) > 4
+    assert windowed == whole

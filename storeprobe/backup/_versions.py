@@ -25,7 +25,8 @@ def restore_version(
     session: Session, version: VersionMap, previous: VersionMap | None, directory: Path
 ) -> None:
     """GET the manifest, then every object of a new or changed file that ``directory``
-    (holding ``previous``) lacks; write the version's files."""
+    (holding ``previous``) lacks, in windows of the session's budget; write the version's
+    files as the windows arrive."""
     (body,) = session.get([Read(key=version.manifest_key)])
     if json.loads(body)["version"] != version.dataset.version:
         raise OSError(f"manifest {version.manifest_key} names another version")
@@ -40,5 +41,8 @@ def restore_version(
     for path, keys in version.layout.items():
         if path not in unchanged:
             wanted.update((key, None) for key, _ in keys if key not in have)
-    fetched = dict(zip(wanted, session.get([Read(key=k) for k in wanted]), strict=True))
+    order = iter(wanted)
+    windows = session.get_windows([Read(key=k) for k in wanted])
+    # the objects arrive a window at a time and are written as they arrive
+    fetched = ((next(order), body) for bodies in windows for body in bodies)
     assemble(version, previous, directory, unchanged, fetched)

@@ -71,6 +71,7 @@ from storeprobe.backup.session import Session
 from storeprobe.dataset import Dataset, File
 from storeprobe.errors import ConfigurationError
 from storeprobe.manifest import Piece
+from storeprobe.restore import write_fetched
 from storeprobe.units import GiB, MiB, parse_size
 
 __all__ = ["OBJECT_STORES", "PART_SIZE", "UPLOAD_CUTOFF", "Files"]
@@ -230,7 +231,7 @@ class _FilesReplay(Replay):
         self, session: Session, version: Dataset, held: Dataset | None, directory: Path
     ) -> None:
         local: dict[str, File] = {} if held is None else {f.path: f for f in held.files}
-        fetched: dict[str, bytes] = {}
+        fetched: set[str] = set()
         roots = [self.current] + [
             self.backups.get(n, _Root(f"{_BACKUP}/v{n}"))
             for n in range(self.last, version.version, -1)
@@ -250,19 +251,31 @@ class _FilesReplay(Replay):
             checked = set(read)
             parts = [p for p in differ if store and p in root.parted and p not in checked]
             session.head([session.key(root.name, p) for p in read + parts])
-            bodies = session.get([Read(key=session.key(root.name, p)) for p in differ])
-            for path, body in zip(differ, bodies, strict=True):
-                fetched[path] = body
-                local[path] = root.files[path]
+            remaining = iter(differ)
+            # each window's files go to temporary names as they arrive (a later root's
+            # copy replaces an earlier one's); they replace the directory's files once
+            # the replay's copies are checked
+            for bodies in session.get_staged_windows(
+                [Read(key=session.key(root.name, p)) for p in differ]
+            ):
+                for body in bodies:
+                    path = next(remaining)
+                    write_fetched(_temporary(directory / path), body)
+                    fetched.add(path)
+                    local[path] = root.files[path]
         wanted = {file.path: file for file in version.files}
         for path, file in wanted.items():
             if path not in local or not _equal(local[path], file):
+                for made in fetched:
+                    _temporary(directory / made).unlink(missing_ok=True)
                 raise OSError(
                     f"the replay's copies do not restore {path} of version {version.version}"
                 )
-        for path, body in fetched.items():
+        for path in fetched:
             if path in wanted:
-                _write(directory / path, body)
+                os.replace(_temporary(directory / path), directory / path)
+            else:
+                _temporary(directory / path).unlink(missing_ok=True)
         for path in set(local) - set(wanted):
             (directory / path).unlink(missing_ok=True)
 
@@ -277,11 +290,8 @@ def _piece(version: Dataset, file: File) -> Piece:
     return Piece(version, file, 0, file.size)
 
 
-def _write(path: Path, body: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".storeprobe-part")
-    temporary.write_bytes(body)
-    os.replace(temporary, path)
+def _temporary(path: Path) -> Path:
+    return path.with_name(path.name + ".storeprobe-part")
 
 
 def _flag(_: object, attribute: attrs.Attribute[bool], value: object) -> None:

@@ -269,7 +269,7 @@ class _RdiffReplay(Replay):
         self, session: Session, version: Dataset, changed: list[File], then: str
     ) -> dict[str, tuple[Increment, str]]:
         mirror = [Read(key=session.key(file.path)) for file in changed]
-        session.get(mirror)  # the signature of the mirror's file, sent to the source
+        session.read_through(mirror)  # the signature of the mirror's file, sent to the source
         basis = session.get(mirror)  # the basis of the patch the source sends back
         temporaries = [self._temporary(session, file.path) for file in changed]
         session.put(
@@ -279,7 +279,7 @@ class _RdiffReplay(Replay):
             ]
         )
         patched = session.get([Read(key=key) for key in temporaries])  # its signature
-        session.get(mirror)  # the old bytes once more, for the reverse delta
+        session.read_through(mirror)  # the old bytes once more, for the reverse delta
         blobs: list[Blob] = []
         written: dict[str, tuple[Increment, str]] = {}
         for file, old, data in zip(changed, basis, patched, strict=True):

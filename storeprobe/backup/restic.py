@@ -89,7 +89,7 @@ import os
 import posixpath
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -102,7 +102,7 @@ from storeprobe.backup.objects import Blob, Read, Segment
 from storeprobe.backup.session import Session
 from storeprobe.dataset import Dataset, File
 from storeprobe.errors import ConfigurationError
-from storeprobe.manifest import Piece
+from storeprobe.manifest import Piece, cut_windows
 from storeprobe.units import GiB, KiB, MiB, parse_size
 
 __all__ = ["Restic"]
@@ -408,10 +408,18 @@ class _ResticReplay(Replay):
         known = self.chunks.get((file.path, file.generation))
         if known is not None:
             return known
-        data = version.payload(file)
+        polynomial = self.polynomial
+
+        def read(start: int, stop: int) -> bytes:
+            return version.payload(file, start, stop)
+
+        def cut_one(data: bytes) -> list[tuple[int, int]]:
+            return _cut(data, polynomial)
+
+        # the file is read and cut a window at a time (the same chunks as the whole)
         cut = [
-            (hashlib.sha256(data[offset : offset + length]).hexdigest(), offset, length)
-            for offset, length in _cut(data, self.polynomial)
+            (hashlib.sha256(chunk).hexdigest(), offset, len(chunk))
+            for offset, chunk in cut_windows(cut_one, read, file.size)
         ]
         found = [(blob_id, Piece(version, file, offset, length)) for blob_id, offset, length in cut]
         self.chunks[(file.path, file.generation)] = found
@@ -473,9 +481,12 @@ class _ResticReplay(Replay):
             for pack in sorted(needed)
             for start, stop in _ranges(sorted(needed[pack]))
         ]
-        fetched = session.get(reads)
+        remaining = iter(reads)
+        fetched = (
+            [(next(remaining), body) for body in bodies] for bodies in session.get_windows(reads)
+        )
+        _write(version, held, directory, layout, self.index, fetched)
         session.delete([lock])
-        _write(version, held, directory, layout, self.index, list(zip(reads, fetched, strict=True)))
 
     def __repr__(self) -> str:
         return f"<restic replay: {len(self.index)} blobs, {len(self.snapshots)} snapshots>"
@@ -499,28 +510,42 @@ def _write(
     directory: Path,
     layout: dict[str, list[str]],
     index: dict[str, _Located],
-    fetched: Sequence[tuple[Read, bytes]],
+    fetched: Iterable[Sequence[tuple[Read, bytes]]],
 ) -> None:
-    """Write every file of ``version`` from the fetched pack ranges (untimed); delete the
-    files ``held`` has and ``version`` does not."""
-    ranges: dict[str, list[tuple[int, bytes]]] = {}
-    for read, data in fetched:
-        ranges.setdefault(read.key, []).append((read.start or 0, data))
+    """Write every file of ``version`` from the fetched pack ranges (untimed), as restic's
+    restorer does: each window's ranges are cut into blobs and every blob is written at
+    each place a file needs it, before the next window is read, so the restore holds
+    one window's bytes; then the files replace the directory's, and the files ``held``
+    has and ``version`` does not are deleted."""
+    places: dict[str, list[tuple[Path, int]]] = {}  # blob id -> (file, offset) it fills
+    finished: list[tuple[Path, Path]] = []
     for file in version.files:
-        parts: list[bytes] = []
-        for blob_id in layout[file.path]:
-            where = index[blob_id]
-            begin = where.offset + where.lead
-            base, data = next(
-                (start, data)
-                for start, data in ranges[where.pack]
-                if start <= where.offset < start + len(data)
-            )
-            parts.append(data[begin - base : begin - base + where.size])
         destination = directory / file.path
         destination.parent.mkdir(parents=True, exist_ok=True)
         temporary = destination.with_name(destination.name + ".storeprobe-part")
-        temporary.write_bytes(b"".join(parts))
+        temporary.write_bytes(b"")
+        offset = 0
+        for blob_id in layout[file.path]:
+            places.setdefault(blob_id, []).append((temporary, offset))
+            offset += index[blob_id].size
+        finished.append((temporary, destination))
+    in_pack: dict[str, list[str]] = {}
+    for blob_id in places:
+        in_pack.setdefault(index[blob_id].pack, []).append(blob_id)
+    for window in fetched:
+        for read, data in window:
+            base = read.start or 0
+            for blob_id in in_pack.get(read.key, ()):
+                where = index[blob_id]
+                if not base <= where.offset < base + len(data):
+                    continue
+                begin = where.offset + where.lead - base
+                blob = data[begin : begin + where.size]
+                for path, offset in places[blob_id]:
+                    with open(path, "r+b") as handle:
+                        handle.seek(offset)
+                        handle.write(blob)
+    for temporary, destination in finished:
         os.replace(temporary, destination)
     if held is not None:
         for gone in {f.path for f in held.files} - set(layout):

@@ -44,6 +44,7 @@ writes whole files, so the storage sees the same writes).
 
 from __future__ import annotations
 
+import os
 import posixpath
 from pathlib import Path
 from typing import ClassVar
@@ -55,7 +56,7 @@ from storeprobe.backup.objects import Blob, Read
 from storeprobe.backup.session import Session
 from storeprobe.dataset import Dataset, File
 from storeprobe.manifest import Piece
-from storeprobe.restore import write_files
+from storeprobe.restore import write_fetched, write_files
 
 __all__ = ["Rsnapshot"]
 
@@ -134,11 +135,17 @@ class _RsnapshotReplay(Replay):
         session.head([self._key(session, index, file.path) for file in files])
         have = {} if held is None else {file.path: file for file in held.files}
         wanted = [file for file in files if have.get(file.path) != file]
-        data = session.get([Read(key=self._key(session, index, file.path)) for file in wanted])
+        reads = [Read(key=self._key(session, index, file.path)) for file in wanted]
+        remaining = iter(wanted)
+        # each window's files are written before the next window runs
+        for bodies in session.get_staged_windows(reads):
+            for body in bodies:
+                destination = directory / next(remaining).path
+                temporary = destination.with_name(destination.name + ".storeprobe-part")
+                write_fetched(temporary, body)
+                os.replace(temporary, destination)
         gone = [path for path in have if path not in {file.path for file in files}]
-        write_files(
-            directory, {file.path: body for file, body in zip(wanted, data, strict=True)}, gone
-        )
+        write_files(directory, {}, gone)
 
 
 @frozen(kw_only=True)

@@ -9,6 +9,12 @@ written (and every folder made) under the scenario's fresh run prefix so the sce
 end deletes exactly those (:meth:`Session.close` returns what could not be deleted as
 typed :class:`Leftover` values).
 
+A write or a read of many objects is split into windows of at most :data:`WINDOW_BUDGET`
+bytes of bodies each (:meth:`Session.put`, :meth:`Session.get_windows`; an object larger
+than the budget alone in its window), so a scenario holds about one window's bytes
+whatever the dataset's size; the requests and their order do not change, and a step is
+the sum of its windows' spans as before.
+
 Untimed, outside the windows: making bodies (the bytes of the objects a window writes
 are generated just before it), folders a write needs on a file system, evicting what
 the backups wrote from the page cache before a restore (:meth:`Session.evict`), and the
@@ -18,26 +24,45 @@ space the target holds (:meth:`Session.usage`, hard links counted once, as ``du`
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import attrs
 from attrs import define, field
 
-from storeprobe.backends import AsyncBackend, SyncBackend
+from storeprobe.backends import AsyncBackend, Landing, SyncBackend
 from storeprobe.backup.objects import Blob, BlobPayloads, Read
 from storeprobe.execution import Leftover, bounded, delete_names, execute, remove_folders
 from storeprobe.jobs import EXISTENCE
 from storeprobe.planning import Plan
-from storeprobe.request import Kind, Part, Request
+from storeprobe.request import Body, Kind, Part, Request
+from storeprobe.staging import Staging
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Run
 
-__all__ = ["Leftover", "Session"]
+__all__ = ["WINDOW_BUDGET", "Leftover", "Session", "windows"]
 
 #: protocols whose caches the client evicts itself (or that have none to evict)
 _EVICTABLE = frozenset({"file", "local", "memory"})
 
 Backend = AsyncBackend | SyncBackend
+
+#: the most bytes of bodies one window of writes or reads holds (256 MiB)
+WINDOW_BUDGET = 256 * 1024 * 1024
+
+
+def windows(sizes: Sequence[int], budget: int = WINDOW_BUDGET) -> list[range]:
+    """Consecutive runs of indexes into ``sizes`` (bytes) whose sizes add up to at most
+    ``budget`` bytes each; an item larger than ``budget`` is a run of its own."""
+    runs: list[range] = []
+    start, total = 0, 0
+    for index, size in enumerate(sizes):
+        if index > start and total + size > budget:
+            runs.append(range(start, index))
+            start, total = index, 0
+        total += size
+    if start < len(sizes):
+        runs.append(range(start, len(sizes)))
+    return runs
 
 
 @define
@@ -65,6 +90,8 @@ class Session:
     links: dict[str, int] = field(factory=dict)
     #: files numbered in ``links`` so far
     linked_files: int = 0
+    #: the most bytes of bodies one window of :meth:`put` or :meth:`get_windows` holds
+    budget: int = field(factory=lambda: WINDOW_BUDGET)
 
     # -- the step ----------------------------------------------------------------------
     def take_runs(self) -> list[Run]:
@@ -79,23 +106,44 @@ class Session:
         *,
         existence: bool = False,
         streams: int | None = None,
+        landings: Sequence[Landing] | None = None,
     ) -> Run:
         backend: Backend = self.target.backend
         if any(r.kind is Kind.GET and r.start is not None for r in plan.requests):
             backend = self.reader
-        bodies = [
-            None if r.body is None or payloads is None else backend.body(payloads, r.body)
-            for r in plan.requests
-        ]
-        run = execute(
-            backend,
-            plan,
-            streams=self.streams if streams is None else streams,
-            clock=self.clock,
-            timeout=self.timeout,
-            bodies=bodies,
-            wrap=EXISTENCE if existence else None,
-        )
+        stagings: list[Staging] = []
+
+        def body(request: Request) -> Body | None:
+            part = request.body
+            if part is None or payloads is None:
+                return None
+            if (
+                request.kind is Kind.PUT
+                and part.stop - part.start > self.budget
+                and backend.capabilities.sends_from_file
+                and request.part_size is None
+            ):
+                # a whole object larger than a window: staged on the local disk, 1 MiB
+                # at a time, and sent from there (see storeprobe.staging)
+                stagings.append(Staging.of_payloads(payloads, part.index, part.stop))
+                return backend.whole_staged_file(stagings[-1])
+            return backend.body(payloads, part)
+
+        try:
+            bodies = [body(r) for r in plan.requests]
+            run = execute(
+                backend,
+                plan,
+                streams=self.streams if streams is None else streams,
+                clock=self.clock,
+                timeout=self.timeout,
+                bodies=bodies,
+                landings=landings,
+                wrap=EXISTENCE if existence else None,
+            )
+        finally:
+            for staging in stagings:
+                staging.close()
         self.runs.append(run)
         return run
 
@@ -123,25 +171,75 @@ class Session:
         return [outcome.size for outcome in self._window(plan, existence=True).outcomes]
 
     def put(self, blobs: Sequence[Blob]) -> None:
-        """One PUT per blob, ≤ ``streams`` at once (the folders a file system needs are
-        made first, untimed)."""
+        """One PUT per blob, ≤ ``streams`` at once, in windows of at most ``budget``
+        bytes (the folders a file system needs are made first, untimed)."""
         if not blobs:
             return
         self._make_folders(blob.key for blob in blobs)
-        plan = Plan(
-            phases=(
-                tuple(
-                    Request(kind=Kind.PUT, key=blob.key, body=Part(index, 0, blob.size))
-                    for index, blob in enumerate(blobs)
-                ),
+        for run in windows([blob.size for blob in blobs], self.budget):
+            some = [blobs[i] for i in run]
+            plan = Plan(
+                phases=(
+                    tuple(
+                        Request(kind=Kind.PUT, key=blob.key, body=Part(index, 0, blob.size))
+                        for index, blob in enumerate(some)
+                    ),
+                )
             )
-        )
-        for blob in blobs:
-            self.written[blob.key] = blob.size
-        self._window(plan, BlobPayloads(blobs))
+            for blob in some:
+                self.written[blob.key] = blob.size
+            self._window(plan, BlobPayloads(some))
 
     def get(self, reads: Sequence[Read]) -> list[bytes]:
-        """One GET per read (ranged where it says), ≤ ``streams`` at once; the bytes."""
+        """One GET per read (ranged where it says), ≤ ``streams`` at once, in windows of
+        at most ``budget`` bytes; the bytes of every read (held together: a restore that
+        can write as it reads uses :meth:`get_windows`)."""
+        return [body for bodies in self.get_windows(reads) for body in bodies]
+
+    def read_through(self, reads: Sequence[Read]) -> None:
+        """The reads of :meth:`get` whose bytes the method does not keep (a signature's
+        read of a file, say): each window's bytes dropped before the next runs."""
+        for _ in self.get_windows(reads):
+            pass
+
+    def get_windows(self, reads: Sequence[Read]) -> Iterator[list[bytes]]:
+        """The reads of :meth:`get`, one window at a time: each window's bytes, in order,
+        before the next window runs (so the caller holds one window's bytes). A read's
+        size is its range, or the size this session wrote under its key."""
+        for run in windows(self._sizes(reads), self.budget):
+            yield self._get([reads[i] for i in run])
+
+    def get_staged_windows(self, reads: Sequence[Read]) -> Iterator[list[bytes | Staging]]:
+        """:meth:`get_windows`, but a whole object larger than the budget, on a client
+        that lands a read in a file (``lands_in_file``: the local disk, S3), lands in a
+        :class:`~storeprobe.staging.Staging` file written as its bytes arrive (one GET as
+        in memory; the file is zeroed and fsynced before its window, as a probe's staged
+        download). The caller reads it and closes it."""
+        sizes = self._sizes(reads)
+        lands = self.target.backend.capabilities.lands_in_file
+        for run in windows(sizes, self.budget):
+            some = [reads[i] for i in run]
+            size = sizes[run[0]]
+            if len(some) == 1 and size > self.budget and some[0].start is None and lands:
+                staging = Staging.blank(size)
+                try:
+                    self._get(some, landings=[staging])
+                except BaseException:
+                    staging.close()
+                    raise
+                yield [staging]
+            else:
+                yield list(self._get(some))
+
+    def _sizes(self, reads: Sequence[Read]) -> list[int]:
+        return [
+            r.stop - r.start
+            if r.start is not None and r.stop is not None
+            else self.written.get(r.key, 0)
+            for r in reads
+        ]
+
+    def _get(self, reads: Sequence[Read], landings: Sequence[Landing] | None = None) -> list[bytes]:
         if not reads:
             return []
         plan = Plan(
@@ -152,13 +250,18 @@ class Session:
                 ),
             )
         )
-        run = self._window(plan)
-        bodies = [bytes(outcome.data or b"") for outcome in run.outcomes]
+        run = self._window(plan, landings=landings)
+        received = [outcome.data for outcome in run.outcomes]
         # the step keeps the window's record, not the bytes it read (a restore's reads
         # would otherwise all stay in memory until the step ends)
         self.runs[-1] = attrs.evolve(
             run, outcomes=tuple(outcome._replace(data=None) for outcome in run.outcomes)
         )
+        del run
+        bodies: list[bytes] = []
+        for index, data in enumerate(received):  # one copy at a time: a window, not two
+            received[index] = None
+            bodies.append(bytes(data or b""))
         return bodies
 
     def put_parts(self, blob: Blob, part_size: int, concurrency: int) -> None:
