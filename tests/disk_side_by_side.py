@@ -360,3 +360,36 @@ def restore_table(title: str, order: Sequence[int], tool: list[Reads], method: l
 
 def workspace(root: Path) -> Workspace:
     return Workspace(root / "ws")
+
+
+def side_by_side(
+    tool: RdiffBackup | RealRsnapshot,
+    method: str,
+    versions: Sequence[Dataset],
+    root: Path,
+    title: str,
+) -> tuple[list[Pair], list[Result]]:
+    """Run the real ``tool`` and the storeprobe ``method`` on the same versions (restoring
+    the last, then the first), print both tables, check what both share — every name the
+    method wrote deleted, restores read within 30 % (or 3) files and 10 % bytes of the
+    tool's, each backup's space and bytes written within 10 % and objects within 30 % (or
+    3) — and return the per-step rows and the method's Results for the tool's own checks."""
+    order = [len(versions) - 1, 0]
+    steps, reads = run_disk_tool(tool, list(versions), root / "source", root / "out", order)
+    target = root / "method"
+    target.mkdir()
+    results = run_method(str(target), list(versions), method, order)
+    assert list(target.iterdir()) == []  # every name and folder written, deleted
+    rows = pairs(steps, results)
+    print(table(title, rows))
+    print(restore_table(title, order, reads, results))
+    restores = [r for r in results if r.operation == "restore"]
+    for traced, restored in zip(reads, restores, strict=True):
+        sample = restored.samples[0]
+        assert within(sample.requests_by_kind.get("get", 0), traced.files, 0.30, 3), traced
+        assert within(sample.bytes_received, traced.nbytes, 0.10), (traced, sample)
+    for row in rows:
+        assert within(row.method_space, row.tool.step.space, 0.10), row
+        assert within(row.method_written, row.tool.written, 0.10), row
+        assert within(row.method_objects, row.tool.step.objects, 0.30, 3), row
+    return rows, results
