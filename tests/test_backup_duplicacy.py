@@ -292,11 +292,20 @@ def test_s3_requests_per_step_match_the_server(
         ["backup 0", "backup 1", "restore 0", "restore 1"], results, strict=True
     ):
         wire = steps[label]
-        heads = [p for m, p in wire if m == "HEAD"]
-        assert len(heads) == result.requests_by_kind.get("head", 0), label
-        assert len([p for m, p in wire if m == "PUT"]) == result.requests_by_kind.get("put", 0)
-        gets = [p for m, p in wire if m == "GET" and "?" not in p]  # not listings
-        assert len(gets) == result.requests_by_kind.get("get", 0), label
+        # a request the client retried reaches the server twice and the step once: the
+        # extra ones are the retries the sample counted (rclone serve s3 answers some
+        # concurrent first PUTs into a fresh folder with 500), never more
+        retried = sum(sample.retries or 0 for sample in result.samples)
+        extra = 0
+        for method, kind, wanted in (
+            ("HEAD", "head", [p for m, p in wire if m == "HEAD"]),
+            ("PUT", "put", [p for m, p in wire if m == "PUT"]),
+            ("GET", "get", [p for m, p in wire if m == "GET" and "?" not in p]),  # not lists
+        ):
+            reported = result.requests_by_kind.get(kind, 0)
+            assert reported <= len(wanted), (label, method)
+            extra += len(wanted) - reported
+        assert extra <= retried, (label, extra, retried)
     # backup 2 on S3: the previous snapshot and its sequences come from the local
     # snapshot cache; only its file is looked up; every chunk HEAD is of a new chunk
     wire = steps["backup 1"]
