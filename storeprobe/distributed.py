@@ -45,7 +45,15 @@ import numpy as np
 from attrs import field, frozen
 
 from storeprobe.errors import ConfigurationError, MissingDependencyError, TargetUnreachableError
-from storeprobe.execution import Leftover, cleanup_notice, clear_prefix, open_run, remove_folders
+from storeprobe.execution import (
+    Leftover,
+    cleanup_notice,
+    clear_prefix,
+    delete_names,
+    hold_prefix,
+    open_run,
+    remove_folders,
+)
 from storeprobe.measurement import Measurement
 from storeprobe.notices import Code, Notice
 from storeprobe.result import OPERATIONS, Fleet, Member, Result, Sample
@@ -378,6 +386,11 @@ class _Coordinator:
         environment, prefix = open_run(
             self.target, self.spec.settings.label, self.spec.settings.timeout, folders
         )
+        try:
+            held = hold_prefix(self.target, prefix, self.spec.settings.timeout)
+        except Exception:
+            remove_folders(self.target, [*(f"{prefix}/{folder}" for folder in folders), prefix])
+            raise
         recipe = self.target.recipe
         assert recipe is not None
         offsets = [self._offset(address) for address in addresses]
@@ -407,7 +420,7 @@ class _Coordinator:
             for index in lost:
                 with contextlib.suppress(Exception):
                     futures[index].cancel()
-            leftovers = self._clean(prefix, folders)
+            leftovers = self._clean(prefix, folders, held)
         drifts = [
             None if index in lost else self._drift(address, offsets[index][0])
             for index, address in enumerate(addresses)
@@ -539,15 +552,18 @@ class _Coordinator:
         return after - before
 
     # -- cleanup ---------------------------------------------------------------------------
-    def _clean(self, prefix: str, folders: Sequence[str]) -> list[Leftover]:
-        """Delete whatever remains under the run prefix (a lost worker's objects: the
-        prefix is fresh and the run's own), then the folders and the prefix; return what
-        could not be removed."""
+    def _clean(self, prefix: str, folders: Sequence[str], held: str) -> list[Leftover]:
+        """Delete the held object (:func:`~storeprobe.execution.hold_prefix`), then whatever
+        remains under the run prefix (a lost worker's objects: the prefix is fresh and the
+        run's own), then the folders and the prefix; return what could not be removed."""
         settings = self.spec.settings
+        left = delete_names(
+            self.target, [held], streams=1, clock=self.clock, timeout=settings.timeout
+        )
         leftovers = clear_prefix(
             self.target,
             prefix,
-            [],
+            left,
             streams=settings.prep_streams,
             clock=self.clock,
             timeout=settings.timeout,

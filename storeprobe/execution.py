@@ -43,12 +43,14 @@ from storeprobe.target import Target
 from storeprobe.transfer import Clock, Meter, Run, run_async, run_sync
 
 __all__ = [
+    "HOLD",
     "Leftover",
     "bounded",
     "cleanup_notice",
     "clear_prefix",
     "delete_names",
     "execute",
+    "hold_prefix",
     "open_run",
     "remove_folders",
 ]
@@ -315,6 +317,30 @@ def _listed(target: Target, prefix: str, timeout: float | None) -> list[str]:
     except FileNotFoundError:
         return []
     return [name for name in found[0] if name.startswith(prefix + "/")]
+
+
+#: the object a run whose workers write side by side keeps under its prefix until cleanup
+HOLD = ".storeprobe-run"
+
+
+def hold_prefix(target: Target, prefix: str, timeout: float | None) -> str:
+    """Write one small object, :data:`HOLD`, under ``prefix`` and return its name (untimed).
+
+    A server keeping objects as files (``rclone serve s3``) removes a folder, and each
+    emptied parent, when its last object is deleted. Workers writing side by side under
+    one run prefix then race: one deleting its last object removes the run prefix while
+    another creates its folder in it, and that worker's PUT fails with a 500 (seen once in
+    25 distributed downloads under load). The held object keeps the prefix from ever being
+    empty until the run's cleanup deletes it; on an object store it is one small object
+    more under the run's own prefix.
+    """
+    name = f"{prefix}/{HOLD}"
+    backend = target.backend
+    try:
+        bounded(lambda: backend.fs.pipe_file(name, b"storeprobe run in progress\n"), timeout)
+    except Exception as exc:
+        raise target.translate(exc, "preparing the run") from None
+    return name
 
 
 def open_run(

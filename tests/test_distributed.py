@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from storeprobe.distributed import (
     estimate_offset,
 )
 from storeprobe.errors import ConfigurationError, TargetUnreachableError
+from storeprobe.execution import HOLD, delete_names, hold_prefix
 from storeprobe.result import Sample
 from tests.conftest import s3_options
 from tests.helpers import tree
@@ -148,6 +150,26 @@ def test_a_scheduler_address_dask_cannot_parse_is_a_usage_error() -> None:
 
 def s3_probe(endpoint: str, **options: Any) -> Probe:
     return Probe.from_url("s3://bench/fleet", s3_options(endpoint), **options)
+
+
+def test_the_held_object_keeps_the_run_prefix_while_a_worker_empties_its_folder(
+    s3_server: Server, s3_bucket_dir: Path
+) -> None:
+    # rclone serve s3 keeps objects as files and removes a folder, and its emptied parents,
+    # with the folder's last object: without the held object a worker deleting its last
+    # object removes the run prefix another worker is creating its folder in
+    target = s3_probe(s3_server.endpoint).target
+    prefix = target.new_prefix()
+    held = hold_prefix(target, prefix, 30.0)
+    assert held == f"{prefix}/{HOLD}"
+    fs = target.backend.fs
+    fs.pipe_file(f"{prefix}/w0/r0-0000000", b"x" * 1024)
+    fs.rm_file(f"{prefix}/w0/r0-0000000")
+    run = s3_bucket_dir / prefix.removeprefix("bench/")
+    assert run.is_dir()
+    assert [path.name for path in run.iterdir()] == [HOLD]
+    assert delete_names(target, [held], streams=1, clock=time.perf_counter_ns, timeout=30.0) == []
+    assert not run.exists()
 
 
 @pytest.mark.parametrize("operation", ["upload", "download"])
