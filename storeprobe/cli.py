@@ -388,9 +388,9 @@ def _choose_targets(args: argparse.Namespace, specs: Sequence[str]) -> list[_Cho
     for index in scoped:
         if not 1 <= index <= count:
             raise ConfigurationError(
-                f"-o {index}:KEY=VALUE names target {index}, but {len(specs)} target"
-                f"{'' if len(specs) == 1 else 's'} were given: count from 1, the URLs in "
-                "order, then each --target"
+                f"-o {index}:KEY=VALUE names target {index}, but {len(specs)} "
+                f"{'target was' if len(specs) == 1 else 'targets were'} given: count from 1, "
+                "the URLs in order, then each --target"
             )
     targets = TargetsFile.load(args.config)
     loaded: list[RcloneConfig] = []

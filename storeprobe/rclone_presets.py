@@ -77,5 +77,4 @@ UNMAPPED_TYPES: Mapping[str, str] = {
     "access_key_id = the application key's ID, secret_access_key = the application key",
     "crypt": "a crypt remote encrypts another remote: probe the remote it wraps (its "
     "'remote' option) instead",
-    "alias": "an alias points at another remote: probe that remote, or the path it names",
 }
