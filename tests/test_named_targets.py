@@ -25,24 +25,19 @@ from storeprobe.rclone_presets import S3_REGION_ENDPOINTS
 from storeprobe.targets_file import TargetsFile
 from tests.http_proxy import CountingProxy
 from tests.s3_log import LoggingS3, logging_s3
-from tests.servers import AZURE_ACCOUNT, AZURE_KEY, S3_KEY, S3_SECRET, Server, _rclone
+from tests.servers import (
+    AZURE_ACCOUNT,
+    AZURE_KEY,
+    S3_KEY,
+    S3_SECRET,
+    Server,
+    _rclone,
+    rclone_config_create,
+)
 
 RUN = ["--workload", "3x1KiB", "--repeats", "1", "--no-progress"]
 SECRET = "SENTINEL-rclone-secret-0123456789"
 TOML_SECRET = "SENTINEL-toml-secret-9876543210"
-#: rclone config create: ask nothing, obscure every password field given
-FLAGS = ("--non-interactive", "--obscure", "-q")
-
-
-def rclone_create(config: Path, name: str, kind: str, *pairs: str) -> None:
-    """``rclone config create NAME TYPE KEY=VALUE...`` into ``config`` (rclone obscures
-    its password fields itself)."""
-    subprocess.run(
-        [_rclone(), "config", "create", name, kind, *pairs, "--config", str(config), *FLAGS],
-        check=True,
-        capture_output=True,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(config.parent)},
-    )
 
 
 @pytest.fixture
@@ -67,7 +62,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _s3_remote(config: Path, name: str, endpoint: str, secret: str = SECRET) -> None:
-    rclone_create(
+    rclone_config_create(
         config,
         name,
         "s3",
@@ -138,7 +133,7 @@ def test_rclone_config_option_and_default_path(
 # --- the mapping of each type --------------------------------------------------------------
 def test_a_provider_preset_gives_the_endpoint_of_the_region(tmp_path: Path) -> None:
     config = tmp_path / "rclone.conf"
-    rclone_create(
+    rclone_config_create(
         config, "w", "s3", "provider=Wasabi", "region=eu-central-1", "access_key_id=AKEXAMPLE0"
     )
     with config.open("a") as file:  # rclone config create asks no secret it was not given
@@ -158,17 +153,17 @@ def test_a_provider_preset_gives_the_endpoint_of_the_region(tmp_path: Path) -> N
 
 def test_a_provider_whose_endpoint_is_per_account_says_what_to_add(tmp_path: Path) -> None:
     config = tmp_path / "rclone.conf"
-    rclone_create(config, "r2", "s3", "provider=Cloudflare", "region=auto")
+    rclone_config_create(config, "r2", "s3", "provider=Cloudflare", "region=auto")
     with pytest.raises(ConfigurationError, match=r"ACCOUNT_ID\.r2\.cloudflarestorage\.com"):
         RcloneConfig.load(config).target("r2:bench/x")
-    rclone_create(config, "w", "s3", "provider=Wasabi", "region=mars-1")
+    rclone_config_create(config, "w", "s3", "provider=Wasabi", "region=mars-1")
     with pytest.raises(ConfigurationError, match="region 'mars-1' is not one of rclone's Wasabi"):
         RcloneConfig.load(config).target("w:bench/x")
 
 
 def test_an_endpoint_without_a_scheme_gets_https_as_in_rclone(tmp_path: Path) -> None:
     config = tmp_path / "rclone.conf"
-    rclone_create(
+    rclone_config_create(
         config,
         "do",
         "s3",
@@ -201,7 +196,7 @@ def test_sftp_remote_reaches_sshd(ssh_server: Server, tmp_path: Path) -> None:
     known = tmp_path / "known_hosts"
     known.write_text(f"[127.0.0.1]:{ssh_server.port} {(keys / 'host.pub').read_text()}")
     config = tmp_path / "rclone.conf"
-    rclone_create(
+    rclone_config_create(
         config,
         "box",
         "sftp",
@@ -226,7 +221,7 @@ def test_sftp_remote_reaches_sshd(ssh_server: Server, tmp_path: Path) -> None:
 
 def test_azureblob_remote_reaches_azurite(azure_server: Server, tmp_path: Path) -> None:
     config = tmp_path / "rclone.conf"
-    rclone_create(
+    rclone_config_create(
         config,
         "blob",
         "azureblob",
@@ -244,7 +239,7 @@ def test_azureblob_remote_reaches_azurite(azure_server: Server, tmp_path: Path) 
 
 def test_gcs_remote_reaches_the_emulator(gcs_server: Server, tmp_path: Path) -> None:
     config = tmp_path / "rclone.conf"
-    rclone_create(
+    rclone_config_create(
         config,
         "gcs",
         "google cloud storage",
@@ -262,8 +257,8 @@ def test_gcs_remote_reaches_the_emulator(gcs_server: Server, tmp_path: Path) -> 
 
 def test_local_and_alias_remotes_are_paths(tmp_path: Path, isolated: Path) -> None:
     config = tmp_path / "rclone.conf"
-    rclone_create(config, "disk", "local")
-    rclone_create(config, "scratch", "alias", f"remote=disk:{tmp_path}")
+    rclone_config_create(config, "disk", "local")
+    rclone_config_create(config, "scratch", "alias", f"remote=disk:{tmp_path}")
     disk = tmp_path / "probe"
     disk.mkdir()
     assert RcloneConfig.load(config).target(f"disk:{disk}").url == str(disk)
@@ -274,7 +269,7 @@ def test_local_and_alias_remotes_are_paths(tmp_path: Path, isolated: Path) -> No
 
 def test_a_type_storeprobe_does_not_open_is_refused_with_the_fix(tmp_path: Path) -> None:
     config = tmp_path / "rclone.conf"
-    rclone_create(config, "b2", "b2", "account=keyid", "key=appkey")
+    rclone_config_create(config, "b2", "b2", "account=keyid", "key=appkey")
     with pytest.raises(ConfigurationError, match=r"type 'b2'.*s3\.REGION\.backblazeb2\.com"):
         RcloneConfig.load(config).target("b2:bucket/x")
     with pytest.raises(ConfigurationError, match=r"no rclone remote 'nope'.*its remotes: b2"):
@@ -285,7 +280,7 @@ def test_a_type_storeprobe_does_not_open_is_refused_with_the_fix(tmp_path: Path)
 def test_urls_and_drive_letters_are_never_remotes(tmp_path: Path) -> None:
     config = tmp_path / "rclone.conf"
     for name in ("s3", "memory", "file"):  # remotes named like protocols
-        rclone_create(config, name, "local")
+        rclone_config_create(config, name, "local")
     rclone = RcloneConfig.load(config)
     none = TargetsFile()
     for url in ("s3://bench/x", "memory://bench", "file:///tmp/x", "/tmp/x", "relative/dir"):
@@ -305,7 +300,7 @@ def test_memory_urls_keep_working_beside_a_remote_named_memory(
     tmp_path: Path, isolated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = tmp_path / "rclone.conf"
-    rclone_create(config, "memory", "local")
+    rclone_config_create(config, "memory", "local")
     monkeypatch.setenv("RCLONE_CONFIG", str(config))
     out = isolated / "r.json"
     assert main(["run", "memory://named", *RUN, "--json", str(out)]) == 0
