@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from storeprobe import ConfigurationError, Probe, ResultSet, Workload
+from storeprobe import ConfigurationError, MissingDependencyError, Probe, ResultSet, Workload
 from storeprobe.cli import main
 from storeprobe.named_target import NamedTarget
 from storeprobe.named_targets import resolve
@@ -97,6 +98,26 @@ def test_an_rclone_remote_reaches_its_server(
     assert result.url == "s3://bench/x"
     assert "target loop:bench/x: s3://bench/x" in captured.err
     for text in (captured.out, captured.err, out.read_text()):
+        assert SECRET not in text
+
+
+def test_a_refused_secret_from_rclone_config_is_never_shown(
+    s3_server: Server,
+    isolated: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # rclone serve s3 refuses a wrong secret: the error path must scrub it too
+    config = isolated.parent / "rclone.conf"
+    _s3_remote(config, "wrong", s3_server.endpoint, secret=SECRET)
+    monkeypatch.setenv("RCLONE_CONFIG", str(config))
+    out = isolated / "r.json"
+    code = main(["run", "wrong:bench/x", *RUN, "--client", "s3fs", "--json", str(out)])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "credentials" in captured.err
+    texts = [captured.out, captured.err] + ([out.read_text()] if out.exists() else [])
+    for text in texts:
         assert SECRET not in text
 
 
@@ -188,6 +209,18 @@ def test_reveal_is_rclones_own_algorithm() -> None:
     with pytest.raises(ConfigurationError, match="not a value rclone obscured") as caught:
         reveal("plain-password-never-obscured")
     assert "plain-password" not in str(caught.value)
+
+
+def test_without_cryptography_an_obscured_password_is_refused_saying_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "rclone.conf"
+    rclone_config_create(config, "box", "sftp", "host=127.0.0.1", "pass=SENTINEL-pw-77")
+    monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.ciphers", None)
+    with pytest.raises(MissingDependencyError, match="pip install cryptography") as caught:
+        RcloneConfig.load(config).target("box:/srv")
+    assert "pass of rclone remote 'box'" in str(caught.value)
+    assert "SENTINEL" not in str(caught.value)
 
 
 def test_sftp_remote_reaches_sshd(ssh_server: Server, tmp_path: Path) -> None:
