@@ -44,8 +44,8 @@ option and the fix.
 Obscured values (rclone's ``pass`` fields) are revealed with rclone's own algorithm
 (``fs/config/obscure/obscure.go``: AES-256-CTR under rclone's published key, the IV in
 front, unpadded URL-safe base64), which needs the ``cryptography`` package (asyncssh,
-storeprobe[ssh], brings it). An encrypted configuration file is refused: storeprobe has
-no way to ask for its password.
+storeprobe[ssh], brings it). The remotes of an encrypted configuration file are refused
+(storeprobe has no way to ask for its password); its environment remotes still work.
 """
 
 from __future__ import annotations
@@ -244,6 +244,8 @@ class RcloneConfig:
     sections: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict, repr=False)
     #: the ``RCLONE_CONFIG_*`` environment variables at load time
     environ: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    #: the file is encrypted (``rclone config encryption set``): its remotes are unknown
+    encrypted: bool = False
 
     @classmethod
     def load(
@@ -270,12 +272,8 @@ class RcloneConfig:
             raise ConfigurationError(
                 f"cannot read rclone config {str(chosen)!r}: {type(exc).__name__}"
             ) from None
-        if _ENCRYPTED in text:
-            raise ConfigurationError(
-                f"rclone config {str(chosen)!r} is encrypted, and storeprobe cannot ask for "
-                "its password: give the remote as RCLONE_CONFIG_<NAME>_<KEY> environment "
-                "variables, or a storeprobe.toml target"
-            )
+        if _ENCRYPTED in text:  # only its environment remotes can be read
+            return cls(path=str(chosen), environ=variables, encrypted=True)
         parser = configparser.ConfigParser(interpolation=None, strict=False)
         parser.optionxform = str  # type: ignore[assignment,method-assign]
         try:
@@ -322,6 +320,12 @@ class RcloneConfig:
 
     def _target(self, name: str, path: str, depth: int) -> NamedTarget:
         remote = self.remote(name)
+        if remote is None and self.encrypted:
+            raise ConfigurationError(
+                f"rclone config {self.path!r} is encrypted, and storeprobe cannot ask for "
+                f"its password: give remote {name!r} as RCLONE_CONFIG_{name.upper()}_<KEY> "
+                "environment variables, or as a storeprobe.toml target"
+            )
         if remote is None:
             known = ", ".join(self.names) or "none"
             raise ConfigurationError(

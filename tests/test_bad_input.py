@@ -495,8 +495,8 @@ CASES = [
         lambda e: ["run", "r2:bench/x", "--rclone-config", str(_rclone_conf(e))],
     ),
     Case(
-        "encrypted rclone config",
-        lambda e: RcloneConfig.load(_encrypted_conf(e)),
+        "encrypted rclone config (a remote not in the environment)",
+        lambda e: RcloneConfig.load(_encrypted_conf(e)).target("any:bench/x"),
         ConfigurationError,
         "is encrypted, and storeprobe cannot ask for its password",
         lambda e: ["run", "any:bench/x", "--rclone-config", str(_encrypted_conf(e))],

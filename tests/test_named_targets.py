@@ -134,6 +134,26 @@ def test_environment_remotes_are_rclones_too(
     assert moto.log.snapshot().where(prefix="env/storeprobe-").count("put") >= 3
 
 
+def test_an_encrypted_config_still_has_its_environment_remotes(
+    moto: LoggingS3, isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = isolated.parent / "rclone.conf"  # rclone's header (fs/config/crypt.go)
+    config.write_text("# Encrypted rclone configuration File\n\nRCLONE_ENCRYPT_V0:\nc2VjcmV0\n")
+    monkeypatch.setenv("RCLONE_CONFIG", str(config))
+    with pytest.raises(ConfigurationError, match=r"is encrypted.*RCLONE_CONFIG_HIDDEN_<KEY>"):
+        RcloneConfig.load().target("hidden:bench/x")
+    for key, value in {
+        "TYPE": "s3",
+        "PROVIDER": "Other",
+        "ACCESS_KEY_ID": S3_KEY,
+        "SECRET_ACCESS_KEY": SECRET,
+        "ENDPOINT": moto.endpoint,
+    }.items():
+        monkeypatch.setenv(f"RCLONE_CONFIG_ENV_{key}", value)
+    assert main(["run", "env:bench/e", *RUN]) == 0
+    assert moto.log.snapshot().where(prefix="e/storeprobe-").count("put") >= 3
+
+
 def test_rclone_config_option_and_default_path(
     moto: LoggingS3, isolated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
