@@ -27,8 +27,10 @@ from storeprobe.errors import (
     TargetUnreachableError,
     UnitError,
 )
+from storeprobe.named_target import NamedTarget
 from storeprobe.notices import Code, Notice
 from storeprobe.probe import Probe
+from storeprobe.rclone_config import RcloneConfig
 from storeprobe.result import (
     SCHEMA_VERSION,
     Fleet,
@@ -42,6 +44,7 @@ from storeprobe.resultset import ResultSet, Saturation
 from storeprobe.settings import Settings
 from storeprobe.step import Step
 from storeprobe.target import Target
+from storeprobe.targets_file import TargetsFile
 from storeprobe.timeline import Timeline
 from storeprobe.units import format_rate, format_size, parse_size
 from storeprobe.workload import Workload
@@ -57,9 +60,11 @@ __all__ = [
     "Image",
     "Member",
     "MissingDependencyError",
+    "NamedTarget",
     "Notice",
     "PriceSheet",
     "Probe",
+    "RcloneConfig",
     "Report",
     "Result",
     "ResultFormatError",
@@ -78,6 +83,7 @@ __all__ = [
     "TargetNotFoundError",
     "TargetPermissionError",
     "TargetUnreachableError",
+    "TargetsFile",
     "Timeline",
     "Tree",
     "UnitError",

