@@ -1,11 +1,14 @@
 """A griffe extension for the API pages: classes as their users see them.
 
 - Special members (``__repr__``, ``__len__``, ``__attrs_post_init__``, ``__slots__``, ...)
-  are not listed (``__init__`` is the class's signature, merge_init_into_class): what they do is said in the class docstring (``str(result)``, ``len``).
-  ``filters: public`` alone keeps them (griffe counts special names as public).
+  are not listed: what they do is said in the class docstring (``str(result)``,
+  ``len(results)``). ``filters: public`` alone keeps them (griffe counts special names
+  as public). ``__init__`` stays, unlisted, as the class's signature
+  (``merge_init_into_class``).
 - An attrs field shows its default, not the ``field(...)`` call that declares it:
   ``seed: int | None = None`` rather than ``field(default=None, validator=_valid_seed)``,
-  ``notices: tuple = tuple()`` for ``field(factory=tuple)``, and no value at all for a
+  ``requests_by_kind: dict[str, int] = dict()`` for ``field(factory=dict, ...)``, and
+  no value at all for a
   required field or a default made by a private helper. Fields are labelled
   instance attributes (attrs makes them per instance, not class attributes).
 """
