@@ -142,10 +142,11 @@ def test_every_public_name_has_a_docstring() -> None:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The site as ``mkdocs build --strict`` writes it (mkdocs.yml, from this checkout)."""
+    """The site as ``mkdocs build --strict`` writes it (mkdocs.yml, from this checkout).
+    Not ``--quiet``: mkdocs 1.6 then drops warnings before strict mode counts them."""
     out = tmp_path_factory.mktemp("site")
     build = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -315,3 +316,15 @@ def test_cli_page_documents_every_option(name: str) -> None:
         if not action.option_strings and action.metavar and not mentioned(metavar, synopsis):
             problems.append(f"argument {metavar} not in the synopsis of 'storeprobe {name}'")
     assert not problems, problems
+
+
+def test_ci_docs_build_fails_on_warnings() -> None:
+    """.ci/run builds the docs strictly and neither quiet nor verbose: in mkdocs 1.6
+    ``--quiet`` drops warnings before strict mode counts them (mkdocs/mkdocs#4126) and
+    ``--verbose`` skips the anchor checks (mkdocs/mkdocs#3991)."""
+    (line,) = [
+        line for line in (ROOT / ".ci" / "run").read_text().splitlines() if "mkdocs build" in line
+    ]
+    flags = line.split()
+    assert "--strict" in flags
+    assert not {"-q", "--quiet", "-v", "--verbose"} & set(flags), line
