@@ -27,23 +27,40 @@ ATTRS_DECORATORS = {
 }
 # the calls that declare a field
 FIELD_CALLS = {"attrs.field", "attr.field", "attr.ib", "attr.attrib"}
+# a default made per instance
+FACTORIES = {"attrs.Factory", "attr.Factory"}
 
 
 def _is_attrs_class(cls: griffe.Class) -> bool:
     return any(decorator.callable_path in ATTRS_DECORATORS for decorator in cls.decorators)
 
 
+def _path(expr: str | griffe.Expr) -> str:
+    return expr.canonical_path if isinstance(expr, griffe.Expr) else str(expr)
+
+
+def _made_by(factory: str | griffe.Expr) -> str | None:
+    """``F()`` for a factory named by a public name (``list``, ``Settings``), else None
+    (a lambda, a private helper: nothing a reader could write)."""
+    if isinstance(factory, griffe.ExprName | griffe.ExprAttribute):
+        name = str(factory)
+        return None if name.rsplit(".", 1)[-1].startswith("_") else f"{name}()"
+    return None
+
+
 def _default(call: griffe.ExprCall) -> str | griffe.Expr | None:
-    """What ``field(...)`` makes the default: ``default=X`` is X, ``factory=F`` is
-    ``F()`` when F is a name, anything else no value shown."""
+    """What ``field(...)`` makes the default: ``default=X`` is X (``F()`` for
+    ``default=attrs.Factory(F)``), ``factory=F`` is ``F()`` when F is a public name,
+    anything else no value shown."""
     for argument in call.arguments:
         if isinstance(argument, griffe.ExprKeyword) and argument.name == "default":
-            return argument.value
+            value = argument.value
+            if isinstance(value, griffe.ExprCall) and _path(value.function) in FACTORIES:
+                first = value.arguments[0] if value.arguments else None
+                return _made_by(first) if first is not None else None
+            return value
         if isinstance(argument, griffe.ExprKeyword) and argument.name == "factory":
-            factory = argument.value
-            if isinstance(factory, griffe.ExprName | griffe.ExprAttribute):
-                return f"{factory}()"
-            return None
+            return _made_by(argument.value)
     return None
 
 
@@ -52,9 +69,11 @@ def _field_value(value: str | griffe.Expr | None) -> tuple[bool, str | griffe.Ex
     if not isinstance(value, griffe.ExprCall):
         return False, value
     function = value.function
-    path = function.canonical_path if isinstance(function, griffe.Expr) else str(function)
-    if path in FIELD_CALLS:
+    if _path(function) in FIELD_CALLS:
         return True, _default(value)
+    if _path(function) in FACTORIES:  # `x: list[int] = attrs.Factory(list)`
+        first = value.arguments[0] if value.arguments else None
+        return True, _made_by(first) if first is not None else None
     if str(function).rsplit(".", 1)[-1].startswith("_"):  # a private helper making a field
         return True, None
     return False, value

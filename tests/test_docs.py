@@ -239,6 +239,7 @@ def test_api_page_shows_no_internals(site: Path, page: str) -> None:
     # an attrs field shows its default, never the field(...) call that declares it
     assert not re.search(r"= (?:attrs\.)?field\(", text), page
     assert not re.search(r"= _\w+\(", text), page  # nor a private helper making one
+    assert "Factory(" not in text, page  # nor attrs.Factory(...)
 
 
 def test_attrs_fields_show_their_defaults(site: Path) -> None:
