@@ -11,6 +11,10 @@
   no value at all for a
   required field or a default made by a private helper. Fields are labelled
   instance attributes (attrs makes them per instance, not class attributes).
+- An attrs class has the signature attrs gives it (``Workload(*, count: int, size: int
+  | str, seed: int | None = None, name: str | None = None)``), written as the
+  ``__init__`` griffe never sees (attrs makes it at import); ``tests/test_docs.py``
+  compares it with ``inspect.signature`` of the real class.
 """
 
 from __future__ import annotations
@@ -79,10 +83,103 @@ def _field_value(value: str | griffe.Expr | None) -> tuple[bool, str | griffe.Ex
     return False, value
 
 
+def _keyword(call: griffe.ExprCall, name: str) -> str | griffe.Expr | None:
+    for argument in call.arguments:
+        if isinstance(argument, griffe.ExprKeyword) and argument.name == name:
+            return argument.value
+    return None
+
+
+def _class_kw_only(cls: griffe.Class) -> bool:
+    return any(
+        isinstance(decorator.value, griffe.ExprCall)
+        and str(_keyword(decorator.value, "kw_only")) == "True"
+        for decorator in cls.decorators
+        if decorator.callable_path in ATTRS_DECORATORS
+    )
+
+
+def _accepts(
+    pkg: griffe.Module, cls: griffe.Class, converter: str | griffe.Expr
+) -> str | griffe.Expr | None:
+    """What a field with this converter accepts: the converter's first parameter's
+    annotation when it is a function of the package, else unknown (None)."""
+    path = _path(converter)
+    if path.startswith(f"{cls.path}."):  # a converter named as the field: the module's
+        path = f"{cls.module.path}.{converter}"
+    if not path.startswith(f"{pkg.name}."):
+        return None
+    try:
+        target = pkg[path.removeprefix(f"{pkg.name}.")]
+        target = target.final_target if target.is_alias else target
+    except (KeyError, griffe.AliasResolutionError, griffe.CyclicAliasError):
+        return None
+    if not isinstance(target, griffe.Function) or not len(target.parameters):
+        return None
+    return target.parameters[0].annotation
+
+
+def _init(pkg: griffe.Module, cls: griffe.Class) -> griffe.Function:
+    """The ``__init__`` attrs writes for ``cls``, from its fields in order: the name
+    (a leading ``_`` dropped, or ``alias=``), what it accepts (a converter's parameter
+    type where the field converts), its default (``...`` where the default cannot be
+    written), keyword-only where the class or field says so."""
+    class_kw_only = _class_kw_only(cls)
+    positional: list[griffe.Parameter] = []
+    keyword: list[griffe.Parameter] = []
+    for name, member in cls.members.items():
+        if member.is_alias or not member.is_attribute or "property" in member.labels:
+            continue
+        annotation = member.annotation  # type: ignore[union-attr]
+        # a ClassVar is labelled a class attribute only; a field is an instance one too
+        if annotation is None or "instance-attribute" not in member.labels:
+            continue
+        value = member.value  # type: ignore[union-attr]
+        call = value if isinstance(value, griffe.ExprCall) else None
+        is_field, shown = _field_value(value)
+        if call is not None and is_field and _path(call.function) in FIELD_CALLS:
+            if str(_keyword(call, "init")) == "False":
+                continue
+            alias = _keyword(call, "alias")
+            kw_only = class_kw_only or str(_keyword(call, "kw_only")) == "True"
+            converter = _keyword(call, "converter")
+            if converter is not None:
+                annotation = _accepts(pkg, cls, converter)
+            has_default = any(
+                _keyword(call, option) is not None for option in ("default", "factory")
+            )
+        elif call is not None and is_field:  # a private helper making the field
+            alias, kw_only = None, class_kw_only
+            # the helper's own `required=True` (storeprobe.result._array_field) says so
+            has_default = str(_keyword(call, "required")) != "True"
+        else:
+            alias, kw_only, has_default = None, class_kw_only, value is not None
+        parameter = griffe.Parameter(
+            str(alias).strip("'\"") if alias is not None else name.lstrip("_"),
+            annotation=annotation,
+            kind=griffe.ParameterKind.keyword_only
+            if kw_only
+            else griffe.ParameterKind.positional_or_keyword,
+            default=(shown if shown is not None else "...") if has_default else None,
+        )
+        (keyword if kw_only else positional).append(parameter)
+    init = griffe.Function(
+        "__init__",
+        parameters=griffe.Parameters(griffe.Parameter("self"), *positional, *keyword),
+        returns="None",
+        lineno=cls.lineno,
+        endlineno=cls.lineno,
+    )
+    init.extra["griffe_attrs"]["made_by_attrs"] = True
+    return init
+
+
 class AttrsClasses(griffe.Extension):
-    """Hide special members of every class; show attrs fields by their defaults."""
+    """Hide special members of every class; show attrs fields by their defaults and an
+    attrs class by the signature attrs gives it."""
 
     def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
+        self._pkg = pkg
         self._walk(pkg, set())
 
     def _walk(self, obj: griffe.Object, seen: set[str]) -> None:
@@ -97,6 +194,8 @@ class AttrsClasses(griffe.Extension):
 
     def _tidy(self, cls: griffe.Class) -> None:
         attrs_class = _is_attrs_class(cls)
+        if attrs_class and "__init__" not in cls.members:
+            cls.set_member("__init__", _init(self._pkg, cls))
         for name, member in list(cls.members.items()):
             if name.startswith("__") and name.endswith("__"):
                 # removed, not marked private: a re-exported class is rendered through an
@@ -108,7 +207,7 @@ class AttrsClasses(griffe.Extension):
                 is_field, shown = _field_value(member.value)  # type: ignore[union-attr]
                 if is_field:
                     member.value = shown  # type: ignore[union-attr]
-                # every annotated name but a ClassVar is a field, made per instance
-                annotation = str(member.annotation or "")  # type: ignore[union-attr]
-                if is_field or (annotation and "ClassVar" not in annotation):
+                # every annotated name but a ClassVar (labelled a class attribute only)
+                # is a field, made per instance
+                if "instance-attribute" in member.labels:
                     member.labels.discard("class-attribute")

@@ -7,6 +7,8 @@ names the commands and features people look for."""
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
 import re
 import subprocess
 import sys
@@ -329,3 +331,54 @@ def test_ci_docs_build_fails_on_warnings() -> None:
     flags = line.split()
     assert "--strict" in flags
     assert not {"-q", "--quiet", "-v", "--verbose"} & set(flags), line
+
+
+def _attrs_inits() -> list[tuple[str, griffe.Function]]:
+    """Each class's ``__init__`` that docs/griffe_attrs.py wrote from the attrs fields."""
+    extensions = griffe.load_extensions("griffe_sphinx", "docs/griffe_attrs.py:AttrsClasses")
+    api = griffe.load("storeprobe", search_paths=[ROOT], extensions=extensions)
+    found: list[tuple[str, griffe.Function]] = []
+
+    def walk(obj: griffe.Object) -> None:
+        for member in obj.members.values():
+            if member.is_alias or not (member.is_module or member.is_class):
+                continue
+            init = member.members.get("__init__") if member.is_class else None
+            if isinstance(init, griffe.Function) and init.extra["griffe_attrs"]:
+                found.append((member.path, init))
+            walk(member)  # type: ignore[arg-type]
+
+    walk(api)  # type: ignore[arg-type]
+    return found
+
+
+def test_attrs_signatures_on_the_api_pages_are_the_real_ones() -> None:
+    """The signature the API pages give each attrs class: the parameters of the class
+    attrs built (names, order, kinds, which have a default), read with inspect."""
+    inits = _attrs_inits()
+    assert len(inits) >= 90  # every attrs class of the package (99 when written)
+    wrong = {}
+    for path, init in inits:
+        module_path, _, name = path.rpartition(".")
+        while True:  # a nested class: Outer.Inner
+            try:
+                owner: object = importlib.import_module(module_path)
+                break
+            except ModuleNotFoundError:
+                module_path, _, outer = module_path.rpartition(".")
+                name = f"{outer}.{name}"
+        for part in name.split("."):
+            owner = getattr(owner, part)
+        real = [
+            (p.name, p.kind.name, p.default is not inspect.Parameter.empty)
+            for p in inspect.signature(owner).parameters.values()  # type: ignore[arg-type]
+        ]
+        kinds = {"positional or keyword": "POSITIONAL_OR_KEYWORD", "keyword-only": "KEYWORD_ONLY"}
+        shown = [
+            (p.name, kinds[p.kind.value], p.default is not None)
+            for p in init.parameters
+            if p.name != "self"
+        ]
+        if shown != real:
+            wrong[path] = (shown, real)
+    assert not wrong, wrong
