@@ -10,6 +10,7 @@ import argparse
 import importlib
 import inspect
 import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -382,3 +383,53 @@ def test_attrs_signatures_on_the_api_pages_are_the_real_ones() -> None:
         if shown != real:
             wrong[path] = (shown, real)
     assert not wrong, wrong
+
+
+# -- commands shown in README.md and docs/ --------------------------------------------------
+
+SHELL_BLOCK = re.compile(r"^```(bash|sh|shell|console|text)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def _commands() -> list[tuple[str, list[str]]]:
+    """Each ``storeprobe ...`` command of a shell block (or a ``$ storeprobe`` line of a
+    text block), continuation lines joined, cut at a pipe, redirection or ``&&``."""
+    found = []
+    for page in PAGES:
+        for kind, block in SHELL_BLOCK.findall(page.read_text()):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = line.strip()
+                if kind == "text" and not line.startswith("$ storeprobe "):
+                    continue
+                line = line.removeprefix("$ ")
+                if not line.startswith("storeprobe "):
+                    continue
+                words = shlex.split(line, comments=True)
+                for stop in ("|", "&&", ";", ">", "2>"):
+                    words = words[: words.index(stop)] if stop in words else words
+                found.append((f"{page.relative_to(ROOT)}: {line[:60]}", words[1:]))
+    return found
+
+
+def test_docs_show_storeprobe_commands() -> None:
+    assert len(_commands()) >= 15
+
+
+@pytest.mark.parametrize(("where", "argv"), _commands(), ids=[where for where, _ in _commands()])
+def test_doc_command_parses(where: str, argv: list[str]) -> None:
+    """A command the docs show is one the CLI accepts: its subcommand and options exist
+    (parsed, not run; argparse exits 2 naming an unknown option)."""
+    args = _parser().parse_args(argv)
+    assert args.command == argv[0]
+
+
+def test_readme_names_what_people_look_for() -> None:
+    """README says, with a command each: compare, sweep, the HTML report, the pytest
+    plugin, named targets (an rclone remote, storeprobe.toml)."""
+    readme = (ROOT / "README.md").read_text()
+    commands = [" ".join(argv) for _, argv in _commands()]
+    for needed in ("compare ", "sweep ", "report "):
+        assert any(command.startswith(needed) for command in commands), needed
+    assert any(command.startswith("report ") and "--html" in command for command in commands)
+    assert "--storeprobe-compare" in readme  # the pytest plugin, with its gate
+    assert re.search(r"^storeprobe run \w+:[\w/]+", readme, re.MULTILINE)  # an rclone remote
+    assert "storeprobe.toml" in readme
