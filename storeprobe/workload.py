@@ -76,7 +76,8 @@ def _valid_sizes(_: object, attribute: attrs.Attribute[Sizes | None], value: Siz
     if value.smallest < 1:
         raise ConfigurationError(
             f"sizes {value.describe()} can draw empty objects; a workload's objects have at "
-            "least 1 byte: use e.g. Sizes.uniform('1KiB', '1MiB') or Sizes.lognormal"
+            "least 1 byte: start the range at 1 byte or more, e.g. uniform:1KiB-1MiB "
+            "(Sizes.uniform('1KiB', '1MiB')), or use lognormal sizes"
         )
 
 
