@@ -271,7 +271,9 @@ class Sizes:
             if over.size == 0:
                 break
             sizes[over] = np.rint(np.exp(rng.normal(mu, self.sigma, size=over.size)))
-        return np.maximum(sizes, 1).astype(np.int64)
+        # above MAX_SIZE a size means nothing (and past 2**63 its cast would wrap): keep
+        # it just above, for the caller's bound check to name
+        return np.clip(sizes, 1, MAX_SIZE + 1).astype(np.int64)
 
     def describe(self) -> str:
         """``"lognormal(median 8 KiB, sigma 1.5, at most 1 MiB)"`` and the like."""

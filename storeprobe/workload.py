@@ -67,6 +67,10 @@ def _positive_size(_: object, attribute: attrs.Attribute[int], value: int) -> No
 
 
 def _valid_sizes(_: object, attribute: attrs.Attribute[Sizes | None], value: Sizes | None) -> None:
+    _check_sizes(value)
+
+
+def _check_sizes(value: object) -> None:
     if value is None:
         return
     if not isinstance(value, Sizes):
@@ -82,6 +86,7 @@ def _valid_sizes(_: object, attribute: attrs.Attribute[Sizes | None], value: Siz
 
 
 def _typical_size(workload: Workload) -> int:
+    _check_sizes(workload.sizes)  # the default is made before the validators run
     if workload.sizes is None:
         raise ConfigurationError(
             "a workload needs size (e.g. size='16KiB') or sizes "
@@ -147,12 +152,12 @@ class Workload:
         )
         drawn = self.sizes.draw(self.count, rng)
         drawn.setflags(write=False)
-        largest = int(drawn.max())
-        if largest > MAX_SIZE:
+        if int(drawn.max()) > MAX_SIZE:
             raise ConfigurationError(
-                f"sizes {self.sizes.describe()} drew an object of {largest:,} bytes, over "
-                f"the {format_size(MAX_SIZE)} limit: give a maximum, e.g. "
-                "Sizes.lognormal('16KiB', 1.5, maximum='1GiB')"
+                f"sizes {self.sizes.describe()} drew an object over the "
+                f"{format_size(MAX_SIZE)} limit: give a maximum, e.g. "
+                "Sizes.lognormal('16KiB', 1.5, maximum='1GiB') (on the command line "
+                "1000xlognormal:16KiB,1.5,1GiB)"
             )
         object.__setattr__(self, "_drawn", drawn)
 
