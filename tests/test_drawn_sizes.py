@@ -9,6 +9,8 @@ per-request body bytes must add up to each repeat's ``Sample.nbytes``.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import time
@@ -45,10 +47,8 @@ class SizesClock:
         for directory, _, names in os.walk(self.root):
             for name in names:
                 path = os.path.join(directory, name)
-                try:
+                with contextlib.suppress(FileNotFoundError):  # deleted by another stream
                     self.sizes[path] = os.path.getsize(path)
-                except FileNotFoundError:  # deleted by another stream
-                    pass
         return time.perf_counter_ns()
 
     def by_repeat(self) -> dict[int, dict[int, int]]:
@@ -203,7 +203,8 @@ def test_part_size_on_the_command_line_sets_the_parts_sent(
     ranges = [r for r in log.where(kind="get") if r.range not in (None, "bytes=0-0")]
     assert sorted(r.bytes_out for r in ranges) == [1 * MiB, 6 * MiB, 6 * MiB]
     upload, download = load_results(tmp_path / "parts.json")
-    assert "3 parts of 6 MiB" in upload.strategy and "3 parts of 6 MiB" in download.strategy
+    assert "3 parts of 6 MiB" in upload.strategy
+    assert "3 parts of 6 MiB" in download.strategy
 
 
 def test_without_part_size_the_parts_are_the_default(
@@ -239,8 +240,6 @@ def test_distribution_workload_on_the_command_line(
     for result in results:
         _check_figures(result, result.workload)
     # the document says how many bytes the drawn sizes total, before anyone draws them
-    import json
-
     document: dict[str, Any] = json.loads(out.read_text())
     totals = [r["workload"]["total_bytes"] for r in document["results"]]
     assert totals == [r.workload.total_bytes for r in results]

@@ -139,7 +139,8 @@ LOGNORMAL = Sizes.lognormal("16KiB", 1.5)
 
 def test_drawn_sizes_come_from_the_seed() -> None:
     a = Workload(count=1000, sizes=LOGNORMAL, seed=5)
-    assert np.array_equal(a.object_sizes, Workload(count=1000, sizes=LOGNORMAL, seed=5).object_sizes)
+    again = Workload(count=1000, sizes=LOGNORMAL, seed=5)
+    assert np.array_equal(a.object_sizes, again.object_sizes)
     assert not np.array_equal(a.object_sizes, a.with_seed(6).object_sizes)
     assert [a.size_of(i) for i in range(a.count)] == a.object_sizes.tolist()
     assert a.total_bytes == int(a.object_sizes.sum())
@@ -154,7 +155,8 @@ def test_drawn_sizes_follow_the_distribution() -> None:
     assert abs(np.median(sizes) / (16 * KiB) - 1) < 0.05
     assert abs(float(logs.std()) - 1.5) < 0.05
     uniform = Workload(count=5_000, sizes=Sizes.uniform("4KiB", "1MiB"), seed=2).object_sizes
-    assert int(uniform.min()) >= 4 * KiB and int(uniform.max()) <= MiB
+    assert int(uniform.min()) >= 4 * KiB
+    assert int(uniform.max()) <= MiB
     assert abs(float(uniform.mean()) / ((4 * KiB + MiB) / 2) - 1) < 0.05
 
 
