@@ -54,7 +54,8 @@ SizeKind = Literal["fixed", "uniform", "lognormal", "explicit", "histogram"]
 
 @frozen(kw_only=True)
 class Sizes:
-    """A distribution of file sizes in bytes; build one with a classmethod.
+    """A distribution of object or file sizes in bytes; build one with a classmethod
+    (or :meth:`parse` from the command line's form).
 
     ``fixed``, ``uniform``, ``explicit`` and ``histogram`` may give empty (0-byte) files
     when asked to, as real trees have them; ``lognormal`` never does (at least 1 byte).
