@@ -46,9 +46,9 @@ from storeprobe.redaction import redact_url
 from storeprobe.render import CROWN, FORMATS, RATE_UNITS, TIE
 from storeprobe.result import Result
 from storeprobe.resultset import ResultSet
-from storeprobe.settings import DEFAULT_PREP_STREAMS
+from storeprobe.settings import DEFAULT_PREP_STREAMS, MAX_PART_SIZE
 from storeprobe.targets_file import TargetsFile
-from storeprobe.units import parse_size
+from storeprobe.units import MiB, format_size, parse_size
 from storeprobe.workload import Workload
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
@@ -57,6 +57,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 #: standard output was closed early (``| head``): 128 + SIGPIPE, as shells report it
 EXIT_BROKEN_PIPE = 141
 PLAIN_CROWN, PLAIN_TIE = "*", "~"
+#: S3's smallest part (every part of a multipart upload but the last), in bytes
+S3_MIN_PART = 5 * MiB
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -144,6 +146,13 @@ def _probe_options(parser: argparse.ArgumentParser) -> None:
         "s3fs, gcsfs or adlfs (each URL of another protocol keeps auto)",
     )
     parser.add_argument("--label", help="a name for this environment, e.g. home-laptop")
+    parser.add_argument(
+        "--part-size",
+        metavar="SIZE",
+        help="bytes per part (or byte range) when one object is split across --streams, "
+        "e.g. 5MiB or 64MiB; S3 takes 5 MiB to 5 GiB per part, every part but the last at "
+        "least 5 MiB (default: about a quarter of the object per stream)",
+    )
     _prep_streams_option(parser)
     parser.add_argument(
         "--seed",
@@ -216,8 +225,9 @@ def _parser() -> argparse.ArgumentParser:
         "--workload",
         action="append",
         metavar="SPEC",
-        help="small (256 × 16 KiB), large (1 × 256 MiB) or COUNTxSIZE such as 1000x4KiB; "
-        "repeatable (default: small and large)",
+        help="small (256 × 16 KiB), large (1 × 256 MiB), COUNTxSIZE such as 1000x4KiB, or "
+        "COUNTxSIZES with sizes drawn from the seed: 1000xlognormal:16KiB,1.5 (median, "
+        "sigma[, maximum]) or 1000xuniform:4KiB-1MiB; repeatable (default: small and large)",
     )
     run.add_argument("--timeout", type=float, default=300.0, help="seconds per request")
     run.add_argument(
@@ -311,7 +321,8 @@ def _parser() -> argparse.ArgumentParser:
         "--workload",
         default="small",
         metavar="SPEC",
-        help="small (256 × 16 KiB), large (1 × 256 MiB) or COUNTxSIZE such as 1000x4KiB",
+        help="small (256 × 16 KiB), large (1 × 256 MiB), COUNTxSIZE such as 1000x4KiB, or "
+        "COUNTxSIZES such as 1000xlognormal:16KiB,1.5 or 1000xuniform:4KiB-1MiB",
     )
     sweep.add_argument(
         "--streams",
@@ -445,7 +456,34 @@ def _probe_keywords(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.seed is not None:
         keywords["seed"] = args.seed
+    if args.part_size is not None:
+        keywords["part_size"] = args.part_size
     return keywords
+
+
+def _check_part_size(text: str | None, urls: Sequence[str]) -> None:
+    """Refuse a ``--part-size`` that is not a size, or one S3 would refuse, before any
+    probe opens (S3: 5 MiB to 5 GiB per part, every part but the last at least 5 MiB)."""
+    if text is None:
+        return
+    try:
+        size = parse_size(text)
+    except ConfigurationError as exc:
+        raise ConfigurationError(
+            f"--part-size {text!r} is not a size ({exc}): write it like 5MiB or 64MiB"
+        ) from None
+    if size > MAX_PART_SIZE:
+        raise ConfigurationError(
+            f"--part-size {text} is above {format_size(MAX_PART_SIZE)}, the largest part S3 "
+            "accepts: use at most 5GiB"
+        )
+    if size < S3_MIN_PART and any(url.startswith(("s3://", "s3a://")) for url in urls):
+        raise ConfigurationError(
+            f"--part-size {text} is below S3's minimum of 5 MiB per part (every part but "
+            "the last must be at least 5 MiB): use --part-size 5MiB or more"
+        )
+    if size < 1:
+        raise ConfigurationError(f"--part-size {text} must be at least 1 byte, e.g. 5MiB")
 
 
 def _progress_wanted(args: argparse.Namespace) -> bool:
@@ -509,6 +547,7 @@ def _run(args: argparse.Namespace) -> int:
     check_label(args.label)
     workloads = [Workload.parse(spec) for spec in (args.workload or ["small", "large"])]
     chosen = _choose_targets(args, [*args.urls, *args.target])
+    _check_part_size(args.part_size, [target.url for target in chosen])
     parse_size(args.stage_above)
     if args.workers is not None and args.workers < 1:
         raise ConfigurationError(f"--workers must be at least 1, not {args.workers}")
@@ -670,6 +709,7 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.plot is not None:
         check_output(args.plot, "--plot", "image")
     (target,) = _choose_targets(args, [args.url])
+    _check_part_size(args.part_size, [target.url])
     bars = _Bars() if _progress_wanted(args) else None
     measured: list[Result] = []
     try:

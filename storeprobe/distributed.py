@@ -669,7 +669,11 @@ class _Coordinator:
         return Result(
             operation=spec.operation,
             workload=Workload(
-                count=workload.count * count, size=workload.size, seed=workload.seed, name=name
+                count=workload.count * count,
+                size=workload.size,
+                sizes=workload.sizes,
+                seed=workload.seed,
+                name=name,
             ),
             url=self.target.url,
             protocol=self.target.protocol,

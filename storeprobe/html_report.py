@@ -110,6 +110,8 @@ def _workload_spec(result: Result) -> str:
     workload = result.workload
     if workload.name in ("small", "large"):
         return workload.name
+    if workload.sizes is not None:
+        return f"{workload.count}x{workload.sizes.spec}"
     return f"{workload.count}x{format_size(workload.size).replace(' ', '')}"
 
 

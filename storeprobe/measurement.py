@@ -144,7 +144,7 @@ class Measurement:
             )
             check_memory(workload, needed, holds)
         if layout.staged or (setup is not None and setup.staged):
-            Staging.check_room(workload.size)  # before anything is written
+            Staging.check_room(workload.largest)  # before anything is written
         environment, prefix = open_run(target, self.settings.label, self.settings.timeout)
 
         written: list[str] = []
@@ -175,7 +175,7 @@ class Measurement:
         try:
             for repeat in range(self.settings.repeats):
                 names = [f"{prefix}/r{repeat}-{index:07d}" for index in range(workload.count)]
-                content = workload.with_seed(((workload.seed or 0) + repeat) % 2**63)
+                content = workload.with_payload_seed(((workload.seed or 0) + repeat) % 2**63)
                 written.extend(names)
                 try:
                     if writer is not backend:
@@ -342,7 +342,7 @@ class Measurement:
         if backend.capabilities.confirms_size:
             heads = head_plan(names)
             run = self._execute(backend, heads)
-            check_sizes(heads.requests, run.outcomes, workload.size)
+            check_sizes(heads.requests, run.outcomes, workload.object_sizes.tolist())
         backend.fs.invalidate_cache()
 
     def _reader(self, layout: Layout, probe_key: str) -> Backend:
@@ -362,15 +362,21 @@ class Measurement:
         backend = self.target.backend
         plan = download_plan(layout, workload, names)
         requests = plan.requests
-        staging = Staging.blank(workload.size) if layout.staged else None
+        staging = Staging.blank(workload.size_of(0)) if layout.staged else None
         try:
             landings: list[Landing]
             if staging is not None and not layout.split:
                 landings = [staging]  # written as the bytes arrive
             elif staging is not None:
-                landings = [staging.part(r.start or 0, r.stop or workload.size) for r in requests]
+                landings = [
+                    staging.part(r.start or 0, r.stop or workload.size_of(0)) for r in requests
+                ]
             elif reader.capabilities.reads_into:
-                landings = [prefaulted(r.expected or workload.size) for r in requests]
+                # unsplit, request i reads object i whole
+                landings = [
+                    prefaulted(workload.size_of(i) if r.expected is None else r.expected)
+                    for i, r in enumerate(requests)
+                ]
             else:
                 landings = [None] * len(requests)
             wrap = settling(land_ranges(plan, staging)) if staging and layout.split else None

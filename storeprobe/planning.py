@@ -107,7 +107,7 @@ def choose(
 ) -> Layout:
     """The layout for ``operation`` of ``workload`` at ``streams`` on this client."""
     caps = capabilities
-    size = workload.size
+    size = workload.largest
     too_big = caps.max_single_put is not None and size > caps.max_single_put
     if too_big and workload.count > 1:
         raise ConfigurationError(
@@ -215,16 +215,16 @@ def _bounds(layout: Layout, size: int) -> list[tuple[int, int]]:
 
 def upload_plan(layout: Layout, workload: Workload, names: Sequence[str]) -> Plan:
     """Write each name (object ``i`` of ``workload`` to ``names[i]``), as the layout says."""
-    size = workload.size
     if not layout.split:
         return Plan(
             phases=(
                 tuple(
-                    Request(kind=Kind.PUT, key=name, body=Part(index, 0, size))
+                    Request(kind=Kind.PUT, key=name, body=Part(index, 0, workload.size_of(index)))
                     for index, name in enumerate(names)
                 ),
             )
         )
+    size = workload.size_of(0)
     key = names[0]
     if layout.capabilities.client_multipart:
         whole = Request(
@@ -263,7 +263,7 @@ def download_plan(layout: Layout, workload: Workload, names: Sequence[str]) -> P
         phases=(
             tuple(
                 Request(kind=Kind.GET, key=names[0], start=start, stop=stop)
-                for start, stop in _bounds(layout, workload.size)
+                for start, stop in _bounds(layout, workload.size_of(0))
             ),
         )
     )

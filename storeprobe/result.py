@@ -62,10 +62,14 @@ __all__ = [
 #       probe carry "fleet" (absent or null otherwise), holding each worker's result;
 #       "target_name" (absent or null: the URL names the target) is the default local
 #       target's name across runs, file://$TMPDIR.
+#   3 — 2026-12-01: a workload may carry "sizes" (its distribution: kind and parameters,
+#       sizes in bytes), "total_bytes" (the sum of the sizes drawn from its seed) and
+#       "size_seed"; "size" is then the distribution's median. Absent: every object
+#       "size" bytes, as in versions 1 and 2, which still load unchanged.
 #: the version of the results document that dump_results writes (history above)
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: every version load_results reads
-READABLE_VERSIONS = (1, 2)
+READABLE_VERSIONS = (1, 2, 3)
 _SCHEMA_NAME = "storeprobe.results"
 
 Operation = Literal["upload", "download", "backup", "restore", "head", "list", "delete"]

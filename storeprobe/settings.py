@@ -17,7 +17,7 @@ import attrs
 from attrs import field, frozen
 
 from storeprobe.errors import ConfigurationError
-from storeprobe.units import GiB, parse_size
+from storeprobe.units import GiB, format_size, parse_size
 
 __all__ = ["DEFAULT_PREP_STREAMS", "MAX_REPEATS", "MAX_STREAMS", "Settings"]
 
@@ -57,10 +57,20 @@ def part_size(value: int | str | None) -> int | None:
     return None if value is None else parse_size(value)
 
 
+#: The largest part a split upload takes (S3's limit: 5 GiB per part), in bytes.
+MAX_PART_SIZE = 5 * GiB
+
+
 def check_part_size(_: Any, __: Any, value: int | None) -> None:
-    """An attrs validator: a positive part size in bytes, or None."""
+    """An attrs validator: a part size in bytes between 1 and :data:`MAX_PART_SIZE`, or
+    None (a client's own minimum, S3's 5 MiB, is checked by the probe that knows it)."""
     if value is not None and value < 1:
         raise ConfigurationError(f"part_size must be positive, not {value}")
+    if value is not None and value > MAX_PART_SIZE:
+        raise ConfigurationError(
+            f"part_size {value:,} bytes is above {format_size(MAX_PART_SIZE)}, the largest "
+            "part S3 accepts: use at most 5 GiB"
+        )
 
 
 def check_stage_above(_: Any, __: Any, value: int) -> None:

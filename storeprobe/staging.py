@@ -87,7 +87,7 @@ class Staging:
     @classmethod
     def of_payload(cls, workload: Workload, index: int, directory: str | None = None) -> Staging:
         """A staging file holding object ``index``'s payload, written 1 MiB at a time."""
-        return cls.of_payloads(workload, index, workload.size, directory)
+        return cls.of_payloads(workload, index, workload.size_of(index), directory)
 
     @classmethod
     def of_payloads(

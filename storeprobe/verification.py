@@ -62,10 +62,10 @@ def verify_outcomes(
                 f"verification failed: object {index} differs from what was written at byte {bad}"
             )
     for index, length in lengths.items():
-        if length != workload.size:
+        if length != workload.size_of(index):
             raise VerificationError(
                 f"verification failed: object {index} read back {length} bytes, "
-                f"wrote {workload.size}"
+                f"wrote {workload.size_of(index)}"
             )
 
 
@@ -79,9 +79,13 @@ def verify_staged(workload: Workload, staging: Staging) -> None:
             )
 
 
-def check_sizes(requests: Sequence[Request], outcomes: Sequence[Outcome], expected: int) -> None:
-    """Raise unless every HEAD reported ``expected`` bytes (the setup upload is complete)."""
-    for request, outcome in zip(requests, outcomes, strict=True):
+def check_sizes(
+    requests: Sequence[Request], outcomes: Sequence[Outcome], expected: int | Sequence[int]
+) -> None:
+    """Raise unless every HEAD reported ``expected`` bytes (one size for all, or each
+    request's own), so the setup upload is complete."""
+    each = [expected] * len(requests) if isinstance(expected, int) else list(expected)
+    for request, outcome, expected in zip(requests, outcomes, each, strict=True):
         if outcome.size != expected:
             raise VerificationError(
                 f"{request.key} holds {outcome.size} bytes after the setup upload, expected "

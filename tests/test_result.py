@@ -136,7 +136,7 @@ def test_json_round_trip_is_exact() -> None:
     assert load_results(text) == [result, result]
     assert Result.from_json(result.to_json()) == result
     document = json.loads(text)
-    assert document["version"] == SCHEMA_VERSION == 2
+    assert document["version"] == SCHEMA_VERSION == 3
     assert document["results"][0]["samples"][0]["latencies_ns"] == [3]
     assert document["results"][0]["warnings"] == [HIGH.to_dict()]
     assert document["results"][0]["errors"] == [
@@ -209,7 +209,7 @@ def test_a_version_1_document_written_by_the_first_release_loads() -> None:
     assert (upload.samples[0].bytes_sent, upload.samples[0].bytes_received) == (0, 0)
     assert upload.environment.label == "fixture-machine"
     assert upload.workload == Workload(count=4, size="1KiB", seed=0)
-    # once loaded, it is written as version 2 and reads back the same
+    # once loaded, it is written as the current version and reads back the same
     assert load_results(dump_results(results)) == results
     assert load_results(path.read_text()) == results
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import zlib
 
 import numpy as np
@@ -7,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storeprobe import ConfigurationError, Workload
+from storeprobe import ConfigurationError, Sizes, Workload
+from storeprobe.units import KiB, MiB
 from storeprobe.workload import GENERATION_BLOCK
 
 
@@ -129,3 +131,116 @@ def test_payload_bytes_is_the_payload_as_bytes() -> None:
     assert isinstance(data, bytes)
     assert data == bytes(workload.payload(1, 100, 2 * 1024**2 + 7))
     assert workload.payload_bytes(0, 5, 5) == b""
+
+
+# -- sizes drawn from a distribution ----------------------------------------------------------
+LOGNORMAL = Sizes.lognormal("16KiB", 1.5)
+
+
+def test_drawn_sizes_come_from_the_seed() -> None:
+    a = Workload(count=1000, sizes=LOGNORMAL, seed=5)
+    again = Workload(count=1000, sizes=LOGNORMAL, seed=5)
+    assert np.array_equal(a.object_sizes, again.object_sizes)
+    assert not np.array_equal(a.object_sizes, a.with_seed(6).object_sizes)
+    assert [a.size_of(i) for i in range(a.count)] == a.object_sizes.tolist()
+    assert a.total_bytes == int(a.object_sizes.sum())
+    assert a.largest == int(a.object_sizes.max())
+    assert a.size == 16 * KiB  # the median stands for all (units, identities)
+    assert not a.object_sizes.flags.writeable
+
+
+def test_drawn_sizes_follow_the_distribution() -> None:
+    sizes = Workload(count=20_000, sizes=LOGNORMAL, seed=1).object_sizes
+    logs = np.log(sizes.astype(np.float64))
+    assert abs(np.median(sizes) / (16 * KiB) - 1) < 0.05
+    assert abs(float(logs.std()) - 1.5) < 0.05
+    uniform = Workload(count=5_000, sizes=Sizes.uniform("4KiB", "1MiB"), seed=2).object_sizes
+    assert int(uniform.min()) >= 4 * KiB
+    assert int(uniform.max()) <= MiB
+    assert abs(float(uniform.mean()) / ((4 * KiB + MiB) / 2) - 1) < 0.05
+
+
+def test_each_object_has_its_own_size_and_bytes() -> None:
+    workload = Workload(count=8, sizes=Sizes.uniform(1, "300KiB"), seed=3)
+    for index in range(workload.count):
+        payload = workload.payload(index)
+        assert len(payload) == workload.size_of(index)
+        assert workload.mismatch(index, payload) is None
+        assert workload.mismatch(index, payload + b"x") == workload.size_of(index)
+        assert b"".join(piece for _, piece in workload.pieces(index, 7000)) == payload
+    with pytest.raises(ConfigurationError, match="outside object"):
+        workload.payload(0, 0, workload.size_of(0) + 1)
+
+
+def test_a_repeats_fresh_bytes_keep_the_sizes() -> None:
+    workload = Workload(count=50, sizes=LOGNORMAL, seed=9)
+    repeat = workload.with_payload_seed(10)
+    assert np.array_equal(repeat.object_sizes, workload.object_sizes)
+    assert repeat.payload(0) != workload.payload(0)
+    assert repeat.with_payload_seed(11).size_seed == 9
+    assert Workload.from_dict(repeat.to_dict()) == repeat
+
+
+def test_a_distribution_workload_round_trips_and_reads() -> None:
+    workload = Workload(count=1000, sizes=Sizes.lognormal("16KiB", 1.5, "1MiB"), seed=4)
+    data = workload.to_dict()
+    assert data["sizes"] == {"kind": "lognormal", "median": 16384, "sigma": 1.5, "maximum": MiB}
+    assert data["total_bytes"] == workload.total_bytes
+    assert Workload.from_dict(data) == workload
+    assert workload.label == "1000 × lognormal(16 KiB, σ 1.5, ≤ 1 MiB)"
+    assert Workload.parse("1000xlognormal:16KiB,1.5,1MiB", seed=4) == workload
+    assert Workload.parse("10xuniform:4KiB-1MiB").label == "10 × uniform(4 KiB–1 MiB)"
+    # a fixed-size workload's document is unchanged (no sizes, no total)
+    assert Workload(count=2, size="1KiB", seed=0).to_dict() == {
+        "count": 2,
+        "size": 1024,
+        "seed": 0,
+        "name": None,
+    }
+    with pytest.raises(ConfigurationError, match="not the 1 recorded"):
+        Workload.from_dict({**data, "total_bytes": 1})
+
+
+@pytest.mark.parametrize(
+    ("spec", "fragment"),
+    [
+        ("100xlognormal:16KiB", "MEDIAN,SIGMA"),
+        ("100xlognormal:16KiB,x", "is not a number"),
+        ("100xlognormal:16KiB,11", "between 0 and 10"),
+        ("100xlognormal:16KiB,1.5,1KiB", "at least the median"),
+        ("100xuniform:4KiB", "LOW-HIGH"),
+        ("100xuniform:1MiB-4KiB", "low <= high"),
+        ("100xuniform:0-4KiB", "empty objects"),
+        ("100xgauss:1,2", "'lognormal:16KiB,1.5'"),
+        ("1000xlognormal:1GiB,10", "give a maximum"),
+    ],
+)
+def test_bad_size_specs_say_what_to_write(spec: str, fragment: str) -> None:
+    with pytest.raises(ConfigurationError, match=re.escape(fragment)):
+        Workload.parse(spec)
+
+
+def test_size_or_sizes_not_both_nor_neither() -> None:
+    with pytest.raises(ConfigurationError, match="not both"):
+        Workload(count=10, size="1KiB", sizes=LOGNORMAL)
+    with pytest.raises(ConfigurationError, match="needs size"):
+        Workload(count=10)
+    with pytest.raises(ConfigurationError, match="must be a Sizes"):
+        Workload(count=10, sizes="lognormal:16KiB,1.5")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        Sizes.lognormal("16KiB", 1.5),
+        Sizes.lognormal(1000, 0.5, 5000),
+        Sizes.uniform("4KiB", "1MiB"),
+        Sizes.fixed(7),
+        Sizes.explicit([1, 2, 3]),
+        Sizes.histogram([(100, 1), (1000, 3)]),
+    ],
+)
+def test_sizes_round_trip(sizes: Sizes) -> None:
+    assert Sizes.from_dict(sizes.to_dict()) == sizes
+    if sizes.kind in ("lognormal", "uniform"):
+        assert Sizes.parse(sizes.spec) == sizes

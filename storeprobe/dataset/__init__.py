@@ -39,9 +39,9 @@ from typing import Any
 from storeprobe.dataset._common import IMAGE_PATH, Changes, Dataset, File, content
 from storeprobe.dataset.image import Image
 from storeprobe.dataset.layout import SOURCE_TREE, SourceTreeShape
-from storeprobe.dataset.sizes import Sizes
 from storeprobe.dataset.tree import Tree
 from storeprobe.errors import ConfigurationError
+from storeprobe.sizes import Sizes
 
 __all__ = [
     "IMAGE_PATH",

@@ -14,7 +14,8 @@ import numpy.typing as npt
 from attrs import field, frozen
 
 from storeprobe.errors import ConfigurationError
-from storeprobe.units import KiB, MiB, parse_size
+from storeprobe.sizes import _int
+from storeprobe.units import KiB, MiB
 from storeprobe.workload import GENERATION_BLOCK, MAX_SIZE, filled_buffer, first_mismatch
 
 IMAGE_PATH = "disk.img"
@@ -28,24 +29,9 @@ _MIN_BLOCK = 512
 _MAX_BLOCK = 64 * MiB
 
 Buffer = bytes | bytearray | memoryview
-Int64Array = npt.NDArray[np.int64]
 
 
 # -- validators ---------------------------------------------------------------------
-
-
-def _int(name: str, value: object, low: int = 0, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise ConfigurationError(f"{name} must be an int, not {value!r}")
-    number = int(value)
-    if number < low or (high is not None and number > high):
-        bound = f"between {low:,} and {high:,}" if high is not None else f"at least {low:,}"
-        raise ConfigurationError(f"{name} must be {bound}, not {number:,}")
-    return number
-
-
-def _size(name: str, value: int | str, low: int = 0) -> int:
-    return _int(name, parse_size(value), low, MAX_SIZE)
 
 
 def _check_seed(value: object) -> None:

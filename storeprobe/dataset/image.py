@@ -19,12 +19,10 @@ from storeprobe.dataset._common import (
     Buffer,
     Changes,
     File,
-    Int64Array,
     _approximate,
     _evolve_rng,
     _expect_kind,
     _fill_stream,
-    _int,
     _mismatch,
     _payload,
     _target,
@@ -32,6 +30,7 @@ from storeprobe.dataset._common import (
     _valid_version,
 )
 from storeprobe.errors import ConfigurationError
+from storeprobe.sizes import Int64Array, _int
 from storeprobe.units import format_size, parse_size
 from storeprobe.workload import MAX_SIZE
 

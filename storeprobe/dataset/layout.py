@@ -9,9 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 from attrs import frozen
 
-from storeprobe.dataset._common import Int64Array, _int
-from storeprobe.dataset.sizes import Sizes
 from storeprobe.errors import ConfigurationError
+from storeprobe.sizes import Int64Array, Sizes, _int
 from storeprobe.units import KiB, MiB
 
 __all__ = ["SOURCE_TREE", "SourceTreeShape"]

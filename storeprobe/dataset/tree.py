@@ -22,17 +22,14 @@ from storeprobe.dataset._common import (
     Buffer,
     Changes,
     File,
-    Int64Array,
     _approximate,
     _evolve_rng,
     _expect_kind,
     _fill_stream,
     _fraction_or_count,
-    _int,
     _mismatch,
     _path_key,
     _payload,
-    _size,
     _target,
     _valid_name,
     _valid_seed,
@@ -40,10 +37,9 @@ from storeprobe.dataset._common import (
 )
 from storeprobe.dataset.layout import SOURCE_TREE, _layout
 from storeprobe.dataset.regions import Region, rewritten_regions, span, union
-from storeprobe.dataset.sizes import Sizes
 from storeprobe.errors import ConfigurationError
+from storeprobe.sizes import MAX_COUNT, Int64Array, Sizes, _int, _size
 from storeprobe.units import MiB
-from storeprobe.workload import MAX_COUNT
 
 # -- trees --------------------------------------------------------------------------
 

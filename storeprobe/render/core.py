@@ -8,7 +8,7 @@ from typing import Literal, Protocol, get_args
 from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError
 from storeprobe.notices import Notice
-from storeprobe.units import MiB, auto_rate_unit, format_size, rate_in, significant
+from storeprobe.units import MiB, auto_rate_unit, rate_in, significant
 from storeprobe.workload import Workload
 
 RateUnit = Literal["workload", "auto", "KiB/s", "MiB/s", "GiB/s", "Mibit/s"]
@@ -166,7 +166,7 @@ def _shape(result: ResultLike) -> str:
     Workload holds at least 1 byte per object)."""
     if result.operation in PER_OPERATION:
         return result.workload.label
-    return f"{result.workload.count} × {format_size(result.workload.size)}"
+    return result.workload.shape
 
 
 def _described(result: ResultLike) -> str:
