@@ -43,6 +43,7 @@ from attrs import frozen
 from fsspec.callbacks import Callback
 
 from storeprobe.backends import AsyncBackend, SyncBackend
+from storeprobe.backends.attempts import Attempts
 from storeprobe.backends.base import Landing
 from storeprobe.errors import StoreProbeWarning
 from storeprobe.execution import (
@@ -311,7 +312,7 @@ class Measurement:
             bodies = self._bodies(backend, plan, workload, staging)
             wrap = settling(release_parts(plan, staging)) if staging is not None else None
             backend.fs.invalidate_cache()
-            before = backend.retries_seen()
+            before = backend.attempts_seen()
             self._wait(repeat)
             run = self._execute(backend, plan, bodies=bodies, wrap=wrap, timed=True)
             del bodies
@@ -320,7 +321,7 @@ class Measurement:
             if staging is not None:
                 staging.close()
         self._check_moved(run, workload)
-        return sample_of(run, _delta(backend.retries_seen(), before))
+        return sample_of(run, _delta(backend.attempts_seen(), before))
 
     def _setup(
         self, backend: Backend, layout: Layout, workload: Workload, names: list[str]
@@ -374,7 +375,7 @@ class Measurement:
             else:
                 landings = [None] * len(requests)
             wrap = settling(land_ranges(plan, staging)) if staging and layout.split else None
-            before = backend.retries_seen()
+            before = backend.attempts_seen()
             self._wait(repeat)
             run = self._execute(reader, plan, landings=landings, wrap=wrap, timed=True)
             del landings
@@ -389,7 +390,7 @@ class Measurement:
         finally:
             if staging is not None:
                 staging.close()
-        return sample_of(run, _delta(backend.retries_seen(), before))
+        return sample_of(run, _delta(backend.attempts_seen(), before))
 
     def _wait(self, repeat: int) -> None:
         if self.gate is not None:
@@ -490,5 +491,6 @@ def _held(layout: Layout, workload: Workload) -> int:
     return workload.total_bytes
 
 
-def _delta(after: int | None, before: int | None) -> int | None:
-    return None if after is None or before is None else after - before
+def _delta(after: Attempts | None, before: Attempts | None) -> Attempts | None:
+    """What the client's retry machinery saw between two readings (None: not observable)."""
+    return None if after is None or before is None else after.since(before)
