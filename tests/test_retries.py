@@ -1,17 +1,24 @@
-"""Retries counted on every S3 client, through a proxy that pushes back.
+"""Retries and pushback counted on every HTTP client, through a proxy that pushes back.
 
-:class:`~tests.throttle_proxy.ThrottlingProxy` sits in front of a real S3 server
-(``rclone serve s3``) and answers every 12th request with ``503 SlowDown`` (or ``429``).
-Through s3fs botocore retries them and storeprobe counts them by botocore's event;
-through obstore (S3, and Azure in front of Azurite) storeprobe retries them itself
-(:mod:`storeprobe.backends.obstore_retries`) and counts them. Either way each Result's
-``Sample.retries`` equals the number of timed requests the proxy pushed back on, counted
-on the proxy's side, and carries a ``retried`` notice.
+:class:`~tests.throttle_proxy.ThrottlingProxy` sits in front of a real server
+(``rclone serve s3``, gcp-storage-emulator, Azurite) and answers every Nth request with
+``503 SlowDown`` or ``429``, in turn. Through s3fs botocore retries them and storeprobe
+counts them by botocore's event; through gcsfs its ``retry_request`` retries them and
+storeprobe counts each attempt inside that loop; through adlfs the Azure SDK's retry
+policy retries them and storeprobe counts through its ``retry_hook``; through obstore
+(S3, and Azure in front of Azurite) storeprobe retries them itself
+(:mod:`storeprobe.backends.obstore_retries`) and counts them. Every way, each Result's
+``Sample.retries`` equals the number of timed requests the proxy pushed back on,
+``Sample.responses`` the timed requests the proxy saw (each got an answer: its own or
+the server's), ``busy_fraction`` their ratio, all counted on the proxy's side, and the
+Result carries a ``retried`` notice. sshfs is not here: neither sshfs nor asyncssh
+retries anything (docs/backends.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import obstore.exceptions
@@ -21,8 +28,8 @@ from storeprobe import Probe, Workload
 from storeprobe.backends.obstore_retries import Retrier, RetryPolicy, retryable
 from storeprobe.notices import Code
 from storeprobe.request import Outcome
-from tests.conftest import s3_options
-from tests.servers import Server
+from tests.conftest import gcs_options, s3_options
+from tests.servers import Server, azure_connection_string
 from tests.throttle_proxy import ThrottlingProxy
 
 WORKLOAD = Workload(count=30, size="1KiB")
@@ -37,7 +44,7 @@ def throttling(request: pytest.FixtureRequest, s3_server: Server) -> Iterator[Th
 
 def _timed(proxy: ThrottlingProxy, method: str) -> int:
     """Requests of the timed window (names ``.../r0-NNNNNNN``) the proxy pushed back on."""
-    return sum(1 for m, path in proxy.pushed_back if m == method and "/r0-" in path)
+    return sum(1 for m, path, _ in proxy.pushed_back if m == method and "/r0-" in path)
 
 
 @pytest.mark.s3
@@ -182,3 +189,125 @@ def test_obstore_retries_are_counted_on_azure(azure_server: Server) -> None:
     assert pushed >= 2
     assert [sample.retries for sample in result.samples] == [pushed]
     assert Code.RETRIED in {notice.code for notice in result.warnings}
+
+
+# --- every client: retries, answers and the busy share, proxy-side counts -------------
+#: a request on one of the timed window's objects (``.../r0-NNNNNNN``)
+_OBJECT = re.compile(r"/r0-\d")
+
+
+def _s3_window(method: str, path: str) -> str | None:
+    """Which timed window ("up", "down") a request belongs to, or None (S3, Azure)."""
+    if not _OBJECT.search(path):
+        return None
+    return {"PUT": "up", "GET": "down"}.get(method)
+
+
+def _gcs_window(method: str, path: str) -> str | None:
+    """Likewise for gcsfs: its uploads name the object in the body, not the URL."""
+    if method == "POST" and path.startswith("/upload/storage/v1/b/bench/o?"):
+        return "up"
+    if method == "GET" and path.startswith("/download/") and "%2Fr0-" in path:
+        return "down"
+    return None
+
+
+def _s3(client: str) -> Callable[[int], Probe]:
+    def make(port: int) -> Probe:
+        options = s3_options(f"http://127.0.0.1:{port}")
+        return Probe.from_url("s3://bench/busy", options, client=client, repeats=1)
+
+    return make
+
+
+def _gcsfs(port: int) -> Probe:
+    return Probe.from_url("gs://bench/busy", gcs_options(port), client="gcsfs", repeats=1)
+
+
+def _azure(client: str) -> Callable[[int], Probe]:
+    def make(port: int) -> Probe:
+        options = {"connection_string": azure_connection_string(port)}
+        if client == "obstore":
+            return Probe.from_url("abfs://bench/busy", options, repeats=1)
+        import adlfs
+
+        fs = adlfs.AzureBlobFileSystem(**options, skip_instance_cache=True)
+        # the SDK's ExponentialRetry sleeps 15 s ± 3 s before its first retry: its own
+        # (public) knobs made short here, so the test takes seconds; nothing else changes
+        policy = fs.service_client._config.retry_policy
+        policy.initial_backoff, policy.increment_base, policy.random_jitter_range = 0.05, 0, 0.05
+        return Probe(fs, "bench/busy", repeats=1)
+
+    return make
+
+
+Window = Callable[[str, str], "str | None"]
+SMALL = Workload(count=20, size="1KiB")
+BOTH = (503, 429)
+#: client: server fixture, probe maker, workload, every Nth request of a window pushed
+#: back, with which statuses in turn (counted across both windows), and which window a
+#: request belongs to. gcsfs sleeps 1-2 s before its first retry of a request (its
+#: retry_request's own backoff): 3 objects there, one pushback per window (503, then 429). The Azure SDK retries 503 but not 429 (Azure Storage throttles with
+#: 503 ServerBusy): adlfs is pushed back with 503 only (429: the next test).
+CLIENTS: dict[str, tuple[str, Callable[[int], Probe], Workload, int, tuple[int, ...], Window]] = {
+    "obstore-s3": ("s3_server", _s3("obstore"), SMALL, 6, BOTH, _s3_window),
+    "s3fs": ("s3_server", _s3("s3fs"), SMALL, 6, BOTH, _s3_window),
+    "gcsfs": ("gcs_server", _gcsfs, Workload(count=3, size="1KiB"), 4, BOTH, _gcs_window),
+    "adlfs": ("azure_server", _azure("adlfs"), SMALL, 6, (503,), _s3_window),
+    "obstore-azure": ("azure_server", _azure("obstore"), SMALL, 6, BOTH, _s3_window),
+}
+
+
+@pytest.mark.parametrize("name", list(CLIENTS))
+def test_retries_and_pushback_match_the_proxy(name: str, request: pytest.FixtureRequest) -> None:
+    fixture, make, workload, every, statuses, window = CLIENTS[name]
+    server: Server = request.getfixturevalue(fixture)
+    now = ["up"]  # only requests of the current window's kind are pushed back
+    proxy = ThrottlingProxy(
+        server.port,
+        every=every,
+        statuses=statuses,
+        where=lambda method, path: window(method, path) == now[0],
+    ).start()
+    try:
+        probe = make(proxy.port)
+        assert probe.target.client == name.split("-")[0]
+        up = probe.upload(workload)
+        uploaded = len(proxy.seen)
+        now[0] = "down"
+        down = probe.download(workload)  # its untimed upload first: PUTs not in "down"
+    finally:
+        proxy.stop()
+    # the status the proxy gave each request of each timed window (0: the server answered)
+    seen = {
+        "up": [s for m, p, s in proxy.seen[:uploaded] if window(m, p) == "up"],
+        "down": [s for m, p, s in proxy.seen[uploaded:] if window(m, p) == "down"],
+    }
+
+    assert up.ok, up.errors
+    assert down.ok, down.errors
+    for result, given in ((up, seen["up"]), (down, seen["down"])):
+        pushed = [status for status in given if status]
+        assert pushed, given  # the proxy pushed back inside this window
+        (sample,) = result.samples
+        assert sample.retries == len(pushed)  # each pushback retried once, and only those
+        assert sample.responses == len(given) == workload.count + len(pushed)
+        assert sample.pushed_back == len(pushed)
+        assert result.busy_fraction == len(pushed) / len(given)
+        assert Code.RETRIED in {notice.code for notice in result.warnings}
+    # each status in turn (503 and 429 where the client retries both): all counted
+    assert {status for status in seen["up"] + seen["down"] if status} == set(statuses)
+
+
+def test_adlfs_does_not_retry_429(azure_server: Server) -> None:
+    """The Azure SDK's policy retries 5xx and 408, not 429: the repeat fails, counted."""
+    proxy = ThrottlingProxy(
+        azure_server.port, every=5, status=429, where=lambda m, p: _s3_window(m, p) == "up"
+    ).start()
+    try:
+        result = _azure("adlfs")(proxy.port).upload(SMALL)
+    finally:
+        proxy.stop()
+    assert [status for _, _, status in proxy.pushed_back] == [429]  # the first ended it
+    assert not result.ok
+    assert "Please reduce your request rate" in result.errors[0].message
