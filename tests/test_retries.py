@@ -247,12 +247,13 @@ BOTH = (503, 429)
 #: client: server fixture, probe maker, workload, every Nth request of a window pushed
 #: back, with which statuses in turn (counted across both windows), and which window a
 #: request belongs to. gcsfs sleeps 1-2 s before its first retry of a request (its
-#: retry_request's own backoff): 3 objects there, one pushback per window (503, then 429). The Azure SDK retries 503 but not 429 (Azure Storage throttles with
-#: 503 ServerBusy): adlfs is pushed back with 503 only (429: the next test).
+#: retry_request's own backoff): 3 objects there, one pushback per window (503, then
+#: 429). The Azure SDK retries 503 but not 429 (Azure Storage throttles with 503
+#: ServerBusy): adlfs is pushed back with 503 only (429: the next test).
 CLIENTS: dict[str, tuple[str, Callable[[int], Probe], Workload, int, tuple[int, ...], Window]] = {
     "obstore-s3": ("s3_server", _s3("obstore"), SMALL, 6, BOTH, _s3_window),
     "s3fs": ("s3_server", _s3("s3fs"), SMALL, 6, BOTH, _s3_window),
-    "gcsfs": ("gcs_server", _gcsfs, Workload(count=3, size="1KiB"), 4, BOTH, _gcs_window),
+    "gcsfs": ("gcs_server", _gcsfs, Workload(count=3, size="1KiB"), 3, BOTH, _gcs_window),
     "adlfs": ("azure_server", _azure("adlfs"), SMALL, 6, (503,), _s3_window),
     "obstore-azure": ("azure_server", _azure("obstore"), SMALL, 6, BOTH, _s3_window),
 }

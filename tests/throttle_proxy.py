@@ -14,7 +14,6 @@ method, path and status (0: forwarded to the server) of every request, in order.
 from __future__ import annotations
 
 import asyncio
-
 from collections.abc import Callable, Sequence
 
 from tests.http_proxy import CountingProxy, _headers, _pump_body
