@@ -239,12 +239,20 @@ class Measurement:
                 if stall is not None:
                     found.append(stall)
         retried = sum(sample.retries or 0 for sample in samples)
+        pushed = sum(sample.pushed_back or 0 for sample in samples)
+        answers = sum(sample.responses or 0 for sample in samples)
         if retried:
+            busy = (
+                f"; the server pushed back {pushed} of {answers} answer(s) (503 or 429: "
+                f"{pushed / answers:.1%} busy)"
+                if pushed and answers
+                else ""
+            )
             found.append(
                 Notice(
                     code=Code.RETRIED,
                     message=f"the client retried {retried} failed request(s) inside the timed "
-                    "windows: the figures include the failures and retry delays",
+                    f"windows{busy}: the figures include the failures and retry delays",
                     fix="check the storage's health or rate limits and run again",
                 )
             )

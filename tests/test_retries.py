@@ -17,14 +17,16 @@ retries anything (docs/backends.md).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import attrs
 import obstore.exceptions
 import pytest
 
-from storeprobe import Probe, Workload
+from storeprobe import Probe, Result, Workload
 from storeprobe.backends.obstore_retries import Retrier, RetryPolicy, retryable
 from storeprobe.notices import Code
 from storeprobe.request import Outcome
@@ -312,3 +314,53 @@ def test_adlfs_does_not_retry_429(azure_server: Server) -> None:
     assert [status for _, _, status in proxy.pushed_back] == [429]  # the first ended it
     assert not result.ok
     assert "Please reduce your request rate" in result.errors[0].message
+
+
+# --- the busy share on a Result: its figure, JSON, and where it is shown ---------------
+def _busy_result(counts: list[tuple[int | None, int | None]]) -> Result:
+    from tests.test_result import make_result
+
+    result = make_result([1_000_000] * len(counts))
+    samples = [
+        attrs.evolve(sample, responses=answers, pushed_back=pushed)
+        for sample, (answers, pushed) in zip(result.samples, counts, strict=True)
+    ]
+    return attrs.evolve(result, samples=samples)
+
+
+def test_the_busy_share_is_pushback_over_answers_of_every_repeat() -> None:
+    result = _busy_result([(10, 2), (14, 1)])
+    assert [s.busy_fraction for s in result.samples] == [0.2, 1 / 14]
+    assert result.busy_fraction == 3 / 24  # counts added, never shares averaged
+    assert _busy_result([(10, 0)]).busy_fraction == 0.0
+    assert _busy_result([(None, None)]).busy_fraction is None  # the client does not tell
+    assert _busy_result([(10, 2), (None, None)]).busy_fraction is None  # not all repeats
+    assert _busy_result([(0, 0)]).busy_fraction is None  # nothing answered
+
+
+def test_the_busy_counts_round_trip_and_old_files_load_without_them() -> None:
+    from storeprobe.result import dump_results, load_results
+
+    result = _busy_result([(10, 2)])
+    assert load_results(dump_results([result])) == [result]
+    document = json.loads(dump_results([result]))
+    for sample in document["results"][0]["samples"]:
+        assert (sample.pop("responses"), sample.pop("pushed_back")) == (10, 2)
+    (old,) = load_results(json.dumps(document))  # written before the counts existed
+    assert (old.samples[0].responses, old.samples[0].pushed_back, old.busy_fraction) == (
+        None,
+        None,
+        None,
+    )
+
+
+def test_the_busy_share_is_shown_only_when_the_server_pushed_back() -> None:
+    from storeprobe import ResultSet
+
+    pushed, calm = _busy_result([(8, 1)]), _busy_result([(8, 0)])
+    assert str(pushed).endswith(", server busy 12.50 %")
+    assert "busy" not in str(calm)
+    table = ResultSet([pushed, calm]).summary(format="markdown")
+    assert table.splitlines()[0].split("|")[-2].strip() == "busy"
+    assert "12.50 %" in table
+    assert "busy" not in ResultSet([calm]).summary(format="markdown")
