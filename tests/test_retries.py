@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -364,3 +365,22 @@ def test_the_busy_share_is_shown_only_when_the_server_pushed_back() -> None:
     assert table.splitlines()[0].split("|")[-2].strip() == "busy"
     assert "12.50 %" in table
     assert "busy" not in ResultSet([calm]).summary(format="markdown")
+
+
+def test_storeprobe_report_shows_the_busy_share(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from storeprobe.cli import main
+    from storeprobe.result import dump_results
+
+    path = tmp_path / "results.json"
+    path.write_text(dump_results([_busy_result([(8, 1), (12, 1)])]))
+    assert main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "server busy: answers pushed back (503, 429)" in out
+    row = next(line for line in out.splitlines() if "2/20" in line)
+    assert "10.00 %" in row  # (1 + 1) / (8 + 12): counts added over the repeats
+
+    path.write_text(dump_results([_busy_result([(8, 0)])]))
+    assert main(["report", str(path)]) == 0
+    assert "busy" not in capsys.readouterr().out

@@ -401,3 +401,37 @@ def latency_table(results: Sequence[LatencyLike]) -> Table:
         rows=rows,
         labels=2 if extra else 1,
     )
+
+
+def busy_table(results: Sequence[ResultLike]) -> Table | None:
+    """One row per Result the server pushed back on: the share of its answers with status
+    503 or 429 (%), and the counts it comes from (pushed back / answers, every repeat).
+
+    None when no result was pushed back (the share is 0 or not observable everywhere).
+    """
+    rows: list[list[Cell]] = []
+    for result in results:
+        share = busy_fraction(result)
+        if not share:
+            continue
+        samples = getattr(result, "samples", ())
+        pushed = sum(getattr(s, "pushed_back", 0) or 0 for s in samples)
+        answers = sum(getattr(s, "responses", 0) or 0 for s in samples)
+        rows.append(
+            [
+                Cell(text=target_label(result)),
+                Cell(text=f"{result.operation} {result.workload.label}"),
+                Cell(text=str(result.streams), value=float(result.streams)),
+                _busy_cell(share),
+                Cell(text=f"{pushed}/{answers}", value=float(pushed)),
+            ]
+        )
+    if not rows:
+        return None
+    return Table(
+        title="server busy: answers pushed back (503, 429)",
+        header=["target", "probe", "streams", "busy", "pushed back/answers"],
+        units=[""] * 5,
+        rows=rows,
+        labels=2,
+    )
