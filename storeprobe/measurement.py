@@ -368,7 +368,6 @@ class Measurement:
     def _download(
         self, layout: Layout, workload: Workload, names: list[str], reader: Backend, repeat: int
     ) -> Sample:
-        backend = self.target.backend
         plan = download_plan(layout, workload, names)
         requests = plan.requests
         staging = Staging.blank(workload.size) if layout.staged else None
@@ -383,7 +382,7 @@ class Measurement:
             else:
                 landings = [None] * len(requests)
             wrap = settling(land_ranges(plan, staging)) if staging and layout.split else None
-            before = backend.attempts_seen()
+            before = reader.attempts_seen()  # the backend that reads: maybe a fallback
             self._wait(repeat)
             run = self._execute(reader, plan, landings=landings, wrap=wrap, timed=True)
             del landings
@@ -398,7 +397,7 @@ class Measurement:
         finally:
             if staging is not None:
                 staging.close()
-        return sample_of(run, _delta(backend.attempts_seen(), before))
+        return sample_of(run, _delta(reader.attempts_seen(), before))
 
     def _wait(self, repeat: int) -> None:
         if self.gate is not None:
