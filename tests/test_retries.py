@@ -384,3 +384,31 @@ def test_storeprobe_report_shows_the_busy_share(
     path.write_text(dump_results([_busy_result([(8, 0)])]))
     assert main(["report", str(path)]) == 0
     assert "busy" not in capsys.readouterr().out
+
+
+def test_which_failed_gcsfs_attempts_had_an_answer() -> None:
+    """gcsfs turns a status into an exception type (validate_response): read it back."""
+    import aiohttp
+    import requests
+    from gcsfs.retry import HttpError, validate_response
+
+    from storeprobe.backends.gcsfs import _answer
+
+    def raised(status: int, body: bytes = b"") -> BaseException:
+        try:
+            validate_response(status, body, "b/bench/o/k")
+        except Exception as exc:
+            return exc
+        raise AssertionError(f"gcsfs took status {status} for a success")
+
+    assert _answer(raised(503, b"SlowDown")) == (True, 503)
+    assert _answer(raised(429, b"SlowDown")) == (True, 429)
+    assert _answer(raised(404)) == (True, 404)
+    assert _answer(raised(412)) == (True, 412)
+    assert _answer(raised(502)) == (True, 502)
+    assert _answer(raised(403)) == (True, None)
+    assert _answer(HttpError({"code": 500, "message": "x"})) == (True, 500)
+    assert _answer(aiohttp.ServerDisconnectedError()) == (False, None)  # no answer
+    assert _answer(ConnectionResetError()) == (False, None)
+    assert _answer(TimeoutError()) == (False, None)
+    assert isinstance(raised(502), requests.exceptions.ProxyError)
