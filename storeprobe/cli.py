@@ -670,6 +670,9 @@ def _report(args: argparse.Namespace) -> int:
         print(render.render_tables(render.backup_tables(steps), args.format))
     if len(probes):
         print(probes.table(by=args.by, format=args.format, unit=args.unit, crown=crown, tie=tie))
+        busy = render.busy_table(list(probes))
+        if busy is not None:
+            print("\n" + render.render_tables([busy], args.format))
         if args.latency:
             print("\n" + render.render_tables([render.latency_table(list(probes))], args.format))
     if args.plot is not None:

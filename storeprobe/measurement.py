@@ -43,6 +43,7 @@ from attrs import frozen
 from fsspec.callbacks import Callback
 
 from storeprobe.backends import AsyncBackend, SyncBackend
+from storeprobe.backends.attempts import Attempts
 from storeprobe.backends.base import Landing
 from storeprobe.errors import StoreProbeWarning
 from storeprobe.execution import (
@@ -238,12 +239,20 @@ class Measurement:
                 if stall is not None:
                     found.append(stall)
         retried = sum(sample.retries or 0 for sample in samples)
+        pushed = sum(sample.pushed_back or 0 for sample in samples)
+        answers = sum(sample.responses or 0 for sample in samples)
         if retried:
+            busy = (
+                f"; the server pushed back {pushed} of {answers} answer(s) (503 or 429: "
+                f"{pushed / answers:.1%} busy)"
+                if pushed and answers
+                else ""
+            )
             found.append(
                 Notice(
                     code=Code.RETRIED,
                     message=f"the client retried {retried} failed request(s) inside the timed "
-                    "windows: the figures include the failures and retry delays",
+                    f"windows{busy}: the figures include the failures and retry delays",
                     fix="check the storage's health or rate limits and run again",
                 )
             )
@@ -311,7 +320,7 @@ class Measurement:
             bodies = self._bodies(backend, plan, workload, staging)
             wrap = settling(release_parts(plan, staging)) if staging is not None else None
             backend.fs.invalidate_cache()
-            before = backend.retries_seen()
+            before = backend.attempts_seen()
             self._wait(repeat)
             run = self._execute(backend, plan, bodies=bodies, wrap=wrap, timed=True)
             del bodies
@@ -320,7 +329,7 @@ class Measurement:
             if staging is not None:
                 staging.close()
         self._check_moved(run, workload)
-        return sample_of(run, _delta(backend.retries_seen(), before))
+        return sample_of(run, _delta(backend.attempts_seen(), before))
 
     def _setup(
         self, backend: Backend, layout: Layout, workload: Workload, names: list[str]
@@ -359,7 +368,6 @@ class Measurement:
     def _download(
         self, layout: Layout, workload: Workload, names: list[str], reader: Backend, repeat: int
     ) -> Sample:
-        backend = self.target.backend
         plan = download_plan(layout, workload, names)
         requests = plan.requests
         staging = Staging.blank(workload.size_of(0)) if layout.staged else None
@@ -380,7 +388,7 @@ class Measurement:
             else:
                 landings = [None] * len(requests)
             wrap = settling(land_ranges(plan, staging)) if staging and layout.split else None
-            before = backend.retries_seen()
+            before = reader.attempts_seen()  # the backend that reads: maybe a fallback
             self._wait(repeat)
             run = self._execute(reader, plan, landings=landings, wrap=wrap, timed=True)
             del landings
@@ -395,7 +403,7 @@ class Measurement:
         finally:
             if staging is not None:
                 staging.close()
-        return sample_of(run, _delta(backend.retries_seen(), before))
+        return sample_of(run, _delta(reader.attempts_seen(), before))
 
     def _wait(self, repeat: int) -> None:
         if self.gate is not None:
@@ -496,5 +504,6 @@ def _held(layout: Layout, workload: Workload) -> int:
     return workload.total_bytes
 
 
-def _delta(after: int | None, before: int | None) -> int | None:
-    return None if after is None or before is None else after - before
+def _delta(after: Attempts | None, before: Attempts | None) -> Attempts | None:
+    """What the client's retry machinery saw between two readings (None: not observable)."""
+    return None if after is None or before is None else after.since(before)

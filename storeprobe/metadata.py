@@ -270,7 +270,7 @@ class MetadataMeasurement:
             plan = delete_plan(names)
         else:
             plan = Plan(phases=((Request(kind=Kind.LIST, key=where),),))
-        before = backend.retries_seen()
+        before = backend.attempts_seen()
         run = execute(
             backend,
             plan,
@@ -285,7 +285,7 @@ class MetadataMeasurement:
             check_sizes(plan.requests, run.outcomes, self.size)
         else:
             self._check_listing(where, run)
-        return sample_of(run, _delta(backend.retries_seen(), before))
+        return sample_of(run, _delta(backend.attempts_seen(), before))
 
     def _check_listing(self, where: str, run: Run) -> None:
         found = run.outcomes[0].size

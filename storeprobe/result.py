@@ -65,7 +65,8 @@ __all__ = [
 #   3 — 2026-12-01: a workload may carry "sizes" (its distribution: kind and parameters,
 #       sizes in bytes), "total_bytes" (the sum of the sizes drawn from its seed) and
 #       "size_seed"; "size" is then the distribution's median. Absent: every object
-#       "size" bytes, as in versions 1 and 2, which still load unchanged.
+#       "size" bytes, as in versions 1 and 2, which still load unchanged. Samples carry "responses"
+#       and "pushed_back" (absent or null: not observable).
 #: the version of the results document that dump_results writes (history above)
 SCHEMA_VERSION = 3
 #: every version load_results reads
@@ -146,6 +147,11 @@ class Sample:
     max_in_flight: int = 0
     #: failed attempts the client retried inside the window (None: not observable)
     retries: int | None = None
+    #: HTTP answers the client received in the window, one per attempt (retried ones
+    #: included); None: not observable (see :mod:`storeprobe.backends.attempts`)
+    responses: int | None = None
+    #: of those answers, the ones that pushed back: status 503 or 429 (None: not observable)
+    pushed_back: int | None = None
     #: start of each request, ns after the window opened (same order as latencies_ns)
     offsets_ns: np.ndarray = _array_field()
     #: payload bytes of each request
@@ -178,6 +184,14 @@ class Sample:
     def requests(self) -> int:
         """Number of requests timed in this repeat."""
         return int(self.latencies_ns.size)
+
+    @property
+    def busy_fraction(self) -> float | None:
+        """Share of the window's answers the server pushed back (503, 429): 0.0 to 1.0;
+        None when not observable or nothing was answered."""
+        if self.responses is None or self.pushed_back is None or self.responses <= 0:
+            return None
+        return self.pushed_back / self.responses
 
     @property
     def cpu_fraction(self) -> float | None:
@@ -243,6 +257,8 @@ class Sample:
             "latencies_ns": self.latencies_ns.tolist(),
             "max_in_flight": self.max_in_flight,
             "retries": self.retries,
+            "responses": self.responses,
+            "pushed_back": self.pushed_back,
             "offsets_ns": self.offsets_ns.tolist(),
             "request_bytes": self.request_bytes.tolist(),
             "workers": self.workers.tolist(),
@@ -413,6 +429,18 @@ class Result:
         if not self.samples:
             raise ValueError(f"{self.probe} on {self.url} has no successful sample")
         return summarize([sample.bytes_per_s for sample in self.samples])
+
+    @property
+    def busy_fraction(self) -> float | None:
+        """Share of the answers the server pushed back (503 and 429 ÷ all answers) over
+        every repeat, as azcopy bench's "Server Busy %" and s3-benchmark's "slowdowns":
+        0.0 to 1.0; None when the client does not tell (see :attr:`Sample.responses`)."""
+        counted = [s for s in self.samples if s.responses is not None]
+        if not counted or len(counted) < len(self.samples):
+            return None
+        answers = sum(s.responses or 0 for s in counted)
+        pushed = sum(s.pushed_back or 0 for s in counted)
+        return pushed / answers if answers > 0 else None
 
     @property
     def latency(self) -> Percentiles:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 from attrs import frozen
 
+from storeprobe.backends.attempts import Attempts
 from storeprobe.request import KINDS
 from storeprobe.result import Sample
 from storeprobe.transfer import Run
@@ -21,8 +22,9 @@ from storeprobe.transfer import Run
 __all__ = ["Window", "aggregate", "combine", "estimate_offset", "sample_of", "seconds_by_kind"]
 
 
-def sample_of(run: Run, retries: int | None = None) -> Sample:
-    """The sample of one window: its span, bytes and per-request records."""
+def sample_of(run: Run, attempts: Attempts | None = None) -> Sample:
+    """The sample of one window: its span, bytes and per-request records, and what the
+    client's retry machinery saw in it (``attempts``; None: not observable)."""
     timings = run.timings
     opened = int(timings.start_ns.min())
     return Sample(
@@ -30,7 +32,9 @@ def sample_of(run: Run, retries: int | None = None) -> Sample:
         elapsed_ns=int(timings.end_ns.max()) - opened,
         latencies_ns=timings.end_ns - timings.start_ns,
         max_in_flight=timings.max_in_flight * run.inner,
-        retries=retries,
+        retries=None if attempts is None else attempts.retries,
+        responses=None if attempts is None else attempts.responses,
+        pushed_back=None if attempts is None else attempts.pushed_back,
         offsets_ns=timings.start_ns - opened,
         request_bytes=timings.nbytes,
         workers=timings.worker,
@@ -136,6 +140,8 @@ def aggregate(samples: Sequence[Sample], windows: Sequence[Window]) -> tuple[Sam
     )
     latencies = np.concatenate([s.latencies_ns for s in samples])
     retries = [s.retries for s in samples]
+    responses = [s.responses for s in samples]
+    pushed_back = [s.pushed_back for s in samples]
     starts = [w.start_ns for w in windows]
     return (
         Sample(
@@ -144,6 +150,8 @@ def aggregate(samples: Sequence[Sample], windows: Sequence[Window]) -> tuple[Sam
             latencies_ns=latencies,
             max_in_flight=sum(s.max_in_flight for s in samples),
             retries=None if None in retries else sum(r or 0 for r in retries),
+            responses=None if None in responses else sum(r or 0 for r in responses),
+            pushed_back=None if None in pushed_back else sum(r or 0 for r in pushed_back),
             offsets_ns=offsets,
             request_bytes=np.concatenate([s.request_bytes for s in samples]),
             workers=np.concatenate(

@@ -1,28 +1,38 @@
-"""Retries counted on every S3 client, through a proxy that pushes back.
+"""Retries and pushback counted on every HTTP client, through a proxy that pushes back.
 
-:class:`~tests.throttle_proxy.ThrottlingProxy` sits in front of a real S3 server
-(``rclone serve s3``) and answers every 12th request with ``503 SlowDown`` (or ``429``).
-Through s3fs botocore retries them and storeprobe counts them by botocore's event;
-through obstore (S3, and Azure in front of Azurite) storeprobe retries them itself
-(:mod:`storeprobe.backends.obstore_retries`) and counts them. Either way each Result's
-``Sample.retries`` equals the number of timed requests the proxy pushed back on, counted
-on the proxy's side, and carries a ``retried`` notice.
+:class:`~tests.throttle_proxy.ThrottlingProxy` sits in front of a real server
+(``rclone serve s3``, gcp-storage-emulator, Azurite) and answers every Nth request with
+``503 SlowDown`` or ``429``, in turn. Through s3fs botocore retries them and storeprobe
+counts them by botocore's event; through gcsfs its ``retry_request`` retries them and
+storeprobe counts each attempt inside that loop; through adlfs the Azure SDK's retry
+policy retries them and storeprobe counts through its ``retry_hook``; through obstore
+(S3, and Azure in front of Azurite) storeprobe retries them itself
+(:mod:`storeprobe.backends.obstore_retries`) and counts them. Every way, each Result's
+``Sample.retries`` equals the number of timed requests the proxy pushed back on,
+``Sample.responses`` the timed requests the proxy saw (each got an answer: its own or
+the server's), ``busy_fraction`` their ratio, all counted on the proxy's side, and the
+Result carries a ``retried`` notice. sshfs is not here: neither sshfs nor asyncssh
+retries anything (docs/backends.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
+import attrs
 import obstore.exceptions
 import pytest
 
-from storeprobe import Probe, Workload
+from storeprobe import Probe, Result, Workload
 from storeprobe.backends.obstore_retries import Retrier, RetryPolicy, retryable
 from storeprobe.notices import Code
 from storeprobe.request import Outcome
-from tests.conftest import s3_options
-from tests.servers import Server
+from tests.conftest import gcs_options, s3_options
+from tests.servers import Server, azure_connection_string
 from tests.throttle_proxy import ThrottlingProxy
 
 WORKLOAD = Workload(count=30, size="1KiB")
@@ -37,7 +47,7 @@ def throttling(request: pytest.FixtureRequest, s3_server: Server) -> Iterator[Th
 
 def _timed(proxy: ThrottlingProxy, method: str) -> int:
     """Requests of the timed window (names ``.../r0-NNNNNNN``) the proxy pushed back on."""
-    return sum(1 for m, path in proxy.pushed_back if m == method and "/r0-" in path)
+    return sum(1 for m, path, _ in proxy.pushed_back if m == method and "/r0-" in path)
 
 
 @pytest.mark.s3
@@ -182,3 +192,223 @@ def test_obstore_retries_are_counted_on_azure(azure_server: Server) -> None:
     assert pushed >= 2
     assert [sample.retries for sample in result.samples] == [pushed]
     assert Code.RETRIED in {notice.code for notice in result.warnings}
+
+
+# --- every client: retries, answers and the busy share, proxy-side counts -------------
+#: a request on one of the timed window's objects (``.../r0-NNNNNNN``)
+_OBJECT = re.compile(r"/r0-\d")
+
+
+def _s3_window(method: str, path: str) -> str | None:
+    """Which timed window ("up", "down") a request belongs to, or None (S3, Azure)."""
+    if not _OBJECT.search(path):
+        return None
+    return {"PUT": "up", "GET": "down"}.get(method)
+
+
+def _gcs_window(method: str, path: str) -> str | None:
+    """Likewise for gcsfs: its uploads name the object in the body, not the URL."""
+    if method == "POST" and path.startswith("/upload/storage/v1/b/bench/o?"):
+        return "up"
+    if method == "GET" and path.startswith("/download/") and "%2Fr0-" in path:
+        return "down"
+    return None
+
+
+def _s3(client: str) -> Callable[[int], Probe]:
+    def make(port: int) -> Probe:
+        options = s3_options(f"http://127.0.0.1:{port}")
+        return Probe.from_url("s3://bench/busy", options, client=client, repeats=1)
+
+    return make
+
+
+def _gcsfs(port: int) -> Probe:
+    return Probe.from_url("gs://bench/busy", gcs_options(port), client="gcsfs", repeats=1)
+
+
+def _azure(client: str) -> Callable[[int], Probe]:
+    def make(port: int) -> Probe:
+        options = {"connection_string": azure_connection_string(port)}
+        if client == "obstore":
+            return Probe.from_url("abfs://bench/busy", options, repeats=1)
+        import adlfs
+
+        fs = adlfs.AzureBlobFileSystem(**options, skip_instance_cache=True)
+        # the SDK's ExponentialRetry sleeps 15 s ± 3 s before its first retry: its own
+        # (public) knobs made short here, so the test takes seconds; nothing else changes
+        policy = fs.service_client._config.retry_policy
+        policy.initial_backoff, policy.increment_base, policy.random_jitter_range = 0.05, 0, 0.05
+        return Probe(fs, "bench/busy", repeats=1)
+
+    return make
+
+
+Window = Callable[[str, str], "str | None"]
+SMALL = Workload(count=20, size="1KiB")
+BOTH = (503, 429)
+#: client: server fixture, probe maker, workload, every Nth request of a window pushed
+#: back, with which statuses in turn (counted across both windows), and which window a
+#: request belongs to. gcsfs sleeps 1-2 s before its first retry of a request (its
+#: retry_request's own backoff): 3 objects there, one pushback per window (503, then
+#: 429). The Azure SDK retries 503 but not 429 (Azure Storage throttles with 503
+#: ServerBusy): adlfs is pushed back with 503 only (429: the next test).
+CLIENTS: dict[str, tuple[str, Callable[[int], Probe], Workload, int, tuple[int, ...], Window]] = {
+    "obstore-s3": ("s3_server", _s3("obstore"), SMALL, 6, BOTH, _s3_window),
+    "s3fs": ("s3_server", _s3("s3fs"), SMALL, 6, BOTH, _s3_window),
+    "gcsfs": ("gcs_server", _gcsfs, Workload(count=3, size="1KiB"), 3, BOTH, _gcs_window),
+    "adlfs": ("azure_server", _azure("adlfs"), SMALL, 6, (503,), _s3_window),
+    "obstore-azure": ("azure_server", _azure("obstore"), SMALL, 6, BOTH, _s3_window),
+}
+
+
+@pytest.mark.parametrize("name", list(CLIENTS))
+def test_retries_and_pushback_match_the_proxy(name: str, request: pytest.FixtureRequest) -> None:
+    fixture, make, workload, every, statuses, window = CLIENTS[name]
+    server: Server = request.getfixturevalue(fixture)
+    now = ["up"]  # only requests of the current window's kind are pushed back
+    proxy = ThrottlingProxy(
+        server.port,
+        every=every,
+        statuses=statuses,
+        where=lambda method, path: window(method, path) == now[0],
+    ).start()
+    try:
+        probe = make(proxy.port)
+        assert probe.target.client == name.split("-")[0]
+        up = probe.upload(workload)
+        uploaded = len(proxy.seen)
+        now[0] = "down"
+        down = probe.download(workload)  # its untimed upload first: PUTs not in "down"
+    finally:
+        proxy.stop()
+    # the status the proxy gave each request of each timed window (0: the server answered)
+    seen = {
+        "up": [s for m, p, s in proxy.seen[:uploaded] if window(m, p) == "up"],
+        "down": [s for m, p, s in proxy.seen[uploaded:] if window(m, p) == "down"],
+    }
+
+    assert up.ok, up.errors
+    assert down.ok, down.errors
+    for result, given in ((up, seen["up"]), (down, seen["down"])):
+        pushed = [status for status in given if status]
+        assert pushed, given  # the proxy pushed back inside this window
+        (sample,) = result.samples
+        assert sample.retries == len(pushed)  # each pushback retried once, and only those
+        assert sample.responses == len(given) == workload.count + len(pushed)
+        assert sample.pushed_back == len(pushed)
+        assert result.busy_fraction == len(pushed) / len(given)
+        assert Code.RETRIED in {notice.code for notice in result.warnings}
+    # each status in turn (503 and 429 where the client retries both): all counted
+    assert {status for status in seen["up"] + seen["down"] if status} == set(statuses)
+
+
+def test_adlfs_does_not_retry_429(azure_server: Server) -> None:
+    """The Azure SDK's policy retries 5xx and 408, not 429: the repeat fails, counted."""
+    proxy = ThrottlingProxy(
+        azure_server.port, every=5, status=429, where=lambda m, p: _s3_window(m, p) == "up"
+    ).start()
+    try:
+        result = _azure("adlfs")(proxy.port).upload(SMALL)
+    finally:
+        proxy.stop()
+    assert [status for _, _, status in proxy.pushed_back] == [429]  # the first ended it
+    assert not result.ok
+    assert "Please reduce your request rate" in result.errors[0].message
+
+
+# --- the busy share on a Result: its figure, JSON, and where it is shown ---------------
+def _busy_result(counts: list[tuple[int | None, int | None]]) -> Result:
+    from tests.test_result import make_result
+
+    result = make_result([1_000_000] * len(counts))
+    samples = [
+        attrs.evolve(sample, responses=answers, pushed_back=pushed)
+        for sample, (answers, pushed) in zip(result.samples, counts, strict=True)
+    ]
+    return attrs.evolve(result, samples=samples)
+
+
+def test_the_busy_share_is_pushback_over_answers_of_every_repeat() -> None:
+    result = _busy_result([(10, 2), (14, 1)])
+    assert [s.busy_fraction for s in result.samples] == [0.2, 1 / 14]
+    assert result.busy_fraction == 3 / 24  # counts added, never shares averaged
+    assert _busy_result([(10, 0)]).busy_fraction == 0.0
+    assert _busy_result([(None, None)]).busy_fraction is None  # the client does not tell
+    assert _busy_result([(10, 2), (None, None)]).busy_fraction is None  # not all repeats
+    assert _busy_result([(0, 0)]).busy_fraction is None  # nothing answered
+
+
+def test_the_busy_counts_round_trip_and_old_files_load_without_them() -> None:
+    from storeprobe.result import dump_results, load_results
+
+    result = _busy_result([(10, 2)])
+    assert load_results(dump_results([result])) == [result]
+    document = json.loads(dump_results([result]))
+    for sample in document["results"][0]["samples"]:
+        assert (sample.pop("responses"), sample.pop("pushed_back")) == (10, 2)
+    (old,) = load_results(json.dumps(document))  # written before the counts existed
+    assert (old.samples[0].responses, old.samples[0].pushed_back, old.busy_fraction) == (
+        None,
+        None,
+        None,
+    )
+
+
+def test_the_busy_share_is_shown_only_when_the_server_pushed_back() -> None:
+    from storeprobe import ResultSet
+
+    pushed, calm = _busy_result([(8, 1)]), _busy_result([(8, 0)])
+    assert str(pushed).endswith(", server busy 12.50 %")
+    assert "busy" not in str(calm)
+    table = ResultSet([pushed, calm]).summary(format="markdown")
+    assert table.splitlines()[0].split("|")[-2].strip() == "busy"
+    assert "12.50 %" in table
+    assert "busy" not in ResultSet([calm]).summary(format="markdown")
+
+
+def test_storeprobe_report_shows_the_busy_share(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from storeprobe.cli import main
+    from storeprobe.result import dump_results
+
+    path = tmp_path / "results.json"
+    path.write_text(dump_results([_busy_result([(8, 1), (12, 1)])]))
+    assert main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "server busy: answers pushed back (503, 429)" in out
+    row = next(line for line in out.splitlines() if "2/20" in line)
+    assert "10.00 %" in row  # (1 + 1) / (8 + 12): counts added over the repeats
+
+    path.write_text(dump_results([_busy_result([(8, 0)])]))
+    assert main(["report", str(path)]) == 0
+    assert "busy" not in capsys.readouterr().out
+
+
+def test_which_failed_gcsfs_attempts_had_an_answer() -> None:
+    """gcsfs turns a status into an exception type (validate_response): read it back."""
+    import aiohttp
+    import requests
+    from gcsfs.retry import HttpError, validate_response
+
+    from storeprobe.backends.gcsfs import _answer
+
+    def raised(status: int, body: bytes = b"") -> BaseException:
+        try:
+            validate_response(status, body, "b/bench/o/k")
+        except Exception as exc:
+            return exc
+        raise AssertionError(f"gcsfs took status {status} for a success")
+
+    assert _answer(raised(503, b"SlowDown")) == (True, 503)
+    assert _answer(raised(429, b"SlowDown")) == (True, 429)
+    assert _answer(raised(404)) == (True, 404)
+    assert _answer(raised(412)) == (True, 412)
+    assert _answer(raised(502)) == (True, 502)
+    assert _answer(raised(403)) == (True, None)
+    assert _answer(HttpError({"code": 500, "message": "x"})) == (True, 500)
+    assert _answer(aiohttp.ServerDisconnectedError()) == (False, None)  # no answer
+    assert _answer(ConnectionResetError()) == (False, None)
+    assert _answer(TimeoutError()) == (False, None)
+    assert isinstance(raised(502), requests.exceptions.ProxyError)

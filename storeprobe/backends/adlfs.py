@@ -2,12 +2,23 @@
 
 A split upload is ``Put Block`` × N in flight, then ``Put Block List`` (create-only:
 ``If-None-Match: *``). Whole-object writes are create-only (``overwrite=False``).
+
+Retries are the Azure SDK's own: adlfs's ``BlobServiceClient`` has one retry policy
+(``azure.storage.blob``'s ``ExponentialRetry``: 5xx, 408, 429 and connection errors, 3
+retries of each kind, 10 in all, sleeping 15 s ± 3 s, then 18 s ± 3 s, ...) shared by
+every blob and container client it makes. storeprobe counts through that policy's own
+seams: ``configure_retries`` installs the SDK's per-request ``retry_hook`` (called once
+for each retry, with the answer that caused it or the error), and ``send`` sees the
+answer of each request's last attempt. Every attempt's status is an answer, 503 and 429
+the pushback (:mod:`.attempts`); a retry after a connection error is a retry without one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+from storeprobe.backends.attempts import Attempts, Tally
 from storeprobe.backends.base import (
     AsyncBackend,
     AsyncBound,
@@ -36,9 +47,51 @@ class AzureBackend(AsyncBackend):
     name = "adlfs"
     protocols = ("abfs", "abfss", "az")
     extra = "azure"
-    capabilities = Capabilities(splits_uploads=True, multipart_create=False, min_part_size=1 * MiB)
+    capabilities = Capabilities(
+        splits_uploads=True, multipart_create=False, min_part_size=1 * MiB, counts_retries=True
+    )
+
+    def __init__(self, fs: Any) -> None:
+        super().__init__(fs)
+        #: retries of the SDK's policy, answers and pushback (installed by check_root)
+        self._tally: Tally | None = None
+
+    def attempts_seen(self) -> Attempts | None:
+        return None if self._tally is None else self._tally.seen()
+
+    def _watch(self) -> None:
+        """Count through the SDK's retry policy (see the module docstring)."""
+        policy = self.fs.service_client._config.retry_policy
+        configure, send = policy.configure_retries, policy.send
+        tally = Tally()
+
+        def configure_retries(request: Any) -> Any:
+            settings = configure(request)
+            asked = settings["hook"]  # a retry_hook the caller passed, kept
+
+            def retrying(**kwargs: Any) -> None:
+                tally.retried()
+                response = kwargs.get("response")
+                if response is not None:
+                    tally.answered(int(response.status_code))
+                if asked is not None:
+                    asked(**kwargs)
+
+            settings["hook"] = retrying
+            return settings
+
+        async def last_attempt(request: Any) -> Any:
+            response = await send(request)
+            tally.answered(int(response.http_response.status_code))
+            return response
+
+        policy.configure_retries = configure_retries
+        policy.send = last_attempt
+        self._tally = tally
 
     def check_root(self, root: str) -> None:
+        if self._tally is None:
+            self._watch()
         check_bucket(root, self.fs.info, "container", "abfs://CONTAINER[/PREFIX]")
 
     def make_prefix(self, prefix: str) -> None:

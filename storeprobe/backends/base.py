@@ -28,6 +28,7 @@ from typing import ClassVar, TypeVar
 import fsspec
 from attrs import frozen
 
+from storeprobe.backends.attempts import Attempts
 from storeprobe.errors import TargetError, TargetNotFoundError
 from storeprobe.request import AsyncJob, Body, Buffer, Part, Payloads, Request, StagedFile, SyncJob
 from storeprobe.staging import Staging
@@ -78,7 +79,8 @@ class Capabilities:
     max_single_put: int | None = None
     #: the storage is asked each object's size (HEAD) before a timed download
     confirms_size: bool = False
-    #: the client's own retries are counted (reported on each sample)
+    #: the client's own retries, its HTTP answers and their pushback are counted
+    #: (reported on each sample)
     counts_retries: bool = False
     #: whether the storage takes conditional (create-only) writes is checked before the
     #: first window (:meth:`Backend.writer`): some S3 providers refuse If-None-Match
@@ -147,13 +149,19 @@ class Backend:
         """Why a download might be served from a cache on this platform, or None."""
         return None
 
-    def retries_seen(self) -> int | None:
-        """Failed attempts the client has retried so far (None: not observable).
+    def attempts_seen(self) -> Attempts | None:
+        """Retries, HTTP answers and pushback (503, 429) the client has seen so far
+        (None: not observable; see :mod:`storeprobe.backends.attempts`).
 
-        A running total kept by the client's own event hooks; the probe reads it before
-        and after each window.
+        Running totals kept by hooks in the client's own retry machinery; the probe reads
+        them before and after each window.
         """
         return None
+
+    def retries_seen(self) -> int | None:
+        """Failed attempts the client has retried so far (None: not observable)."""
+        seen = self.attempts_seen()
+        return None if seen is None else seen.retries
 
     def writer(self, path: str) -> Backend:
         """The backend that writes to this storage: this one, unless a check (untimed,

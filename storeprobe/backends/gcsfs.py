@@ -17,13 +17,27 @@ asks for at least 1 MiB.
 
 Writes use ``mode="create"`` (``ifGenerationMatch=0``, also on the compose); reads ask
 for one connection (``concurrency=1``).
+
+Retries are gcsfs's own: every request goes through ``GCSFileSystem._request``, which
+``gcsfs.retry.retry_request`` retries (5xx, 408, 429 and dropped connections, up to
+``retries`` = 6 attempts, sleeping 1-2 s, then 2-3 s, ...). storeprobe puts its counter
+inside that loop: the filesystem's ``_request`` becomes ``retry_request`` (gcsfs's, with
+gcsfs's limit) around one attempt of the class's own undecorated ``_request``, counted:
+every attempt after a request's first is a retry, every status line an answer, 503 and
+429 the pushback (:mod:`.attempts`). gcsfs raises an answer's status as an exception
+type (``validate_response``: 404 ``FileNotFoundError``, 412 ``FileExistsError``, 403
+``OSError``, 502 ``ProxyError``, other codes ``HttpError.code``); aiohttp's connection
+errors and timeouts are attempts without an answer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Sequence
+from typing import Any
 
+from storeprobe.backends.attempts import Attempts, Tally
 from storeprobe.backends.base import AsyncBound, Capabilities, Landing, arrange, check_bucket
 from storeprobe.backends.fsspec import FsspecAsyncBackend
 from storeprobe.request import AsyncCall, AsyncJob, Body, Kind, Outcome, Request
@@ -34,6 +48,30 @@ __all__ = ["GCSBackend", "part_name"]
 
 #: most source objects one compose request takes (GCS's limit)
 COMPOSE_LIMIT = 32
+
+
+def _answer(exc: BaseException) -> tuple[bool, int | None]:
+    """Whether a failed gcsfs attempt had an answer, and its status where gcsfs kept it
+    (``gcsfs.retry.validate_response`` turns a status into an exception type)."""
+    import aiohttp
+    import requests
+    from gcsfs.retry import HttpError
+
+    if isinstance(exc, HttpError):
+        return True, int(exc.code) if str(exc.code).isdigit() else None
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return True, exc.status
+    if isinstance(exc, aiohttp.ClientError | asyncio.TimeoutError | ConnectionError):
+        return False, None
+    if isinstance(exc, requests.exceptions.ProxyError):
+        return True, 502
+    if isinstance(exc, FileNotFoundError):
+        return True, 404
+    if isinstance(exc, FileExistsError):
+        return True, 412
+    if isinstance(exc, OSError | ValueError):  # 403 Forbidden, 400 Bad Request
+        return True, None
+    return False, None
 
 
 def part_name(key: str, number: int) -> str:
@@ -47,9 +85,53 @@ class GCSBackend(FsspecAsyncBackend):
     name = "gcsfs"
     protocols = ("gs", "gcs")
     extra = "gcs"
-    capabilities = Capabilities(splits_uploads=True, multipart_create=False, min_part_size=1 * MiB)
+    capabilities = Capabilities(
+        splits_uploads=True, multipart_create=False, min_part_size=1 * MiB, counts_retries=True
+    )
+
+    def __init__(self, fs: Any) -> None:
+        super().__init__(fs)
+        #: attempts gcsfs retried, its answers and pushback (installed by check_root)
+        self._tally: Tally | None = None
+
+    def attempts_seen(self) -> Attempts | None:
+        return None if self._tally is None else self._tally.seen()
+
+    def _watch(self) -> None:
+        """Count each attempt inside gcsfs's own retry loop (see the module docstring)."""
+        from gcsfs.retry import retry_request
+
+        fs = self.fs
+        once = type(fs)._request.__wrapped__  # one attempt: the undecorated method
+        limit = int(fs.retries)
+        tally = Tally()
+
+        async def request(*args: Any, **kwargs: Any) -> Any:
+            attempts = 0
+
+            async def attempt(*args: Any, **kwargs: Any) -> Any:
+                nonlocal attempts
+                if attempts:
+                    tally.retried()
+                attempts += 1
+                try:
+                    answer = await once(fs, *args, **kwargs)
+                except Exception as exc:
+                    answered, status = _answer(exc)
+                    if answered:
+                        tally.answered(status)
+                    raise
+                tally.answered(int(answer[0]))
+                return answer
+
+            return await retry_request(attempt, limit)(*args, **kwargs)
+
+        fs._request = request
+        self._tally = tally
 
     def check_root(self, root: str) -> None:
+        if self._tally is None:
+            self._watch()
         check_bucket(root, self.fs.info, "bucket", "gs://BUCKET[/PREFIX]")
 
     def make_prefix(self, prefix: str) -> None:

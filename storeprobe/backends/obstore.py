@@ -40,6 +40,7 @@ from typing import Any
 import attrs
 import fsspec
 
+from storeprobe.backends.attempts import Attempts
 from storeprobe.backends.base import (
     AsyncBackend,
     AsyncBound,
@@ -102,8 +103,8 @@ class ObstoreBackend(AsyncBackend):
         #: obstore refuses (None: no fallback)
         self.range_fallback = range_fallback
 
-    def retries_seen(self) -> int | None:
-        return self.retrier.retries
+    def attempts_seen(self) -> Attempts | None:
+        return self.retrier.tally.seen()
 
     def bind(
         self,

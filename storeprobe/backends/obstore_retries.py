@@ -9,13 +9,18 @@ botocore's ``needs-retry`` event. So storeprobe's stores are opened with
 obstore would have applied as storeprobe configured it before (:class:`RetryPolicy`: at
 most 4 retries, as botocore's default; none once 60 s have passed since the first
 attempt; object_store's backoff: 100 ms first, then a random delay between 100 ms and
-twice the previous, at most 15 s), and counts every retry.
+twice the previous, at most 15 s), and counts every retry, every answer and every
+pushback (503, 429) in a :class:`~storeprobe.backends.attempts.Tally`.
 
 Retried, as object_store retries them: answers with status 5xx or 429, and requests that
 failed before an answer (``error sending request``: a refused or dropped connection),
 except a TLS certificate the client did not trust, which no retry mends. obstore says
 which only in its error's text (one ``GenericError`` class for all of them), so the
-status is read from that text (``non-2xx status code: 503``).
+status is read from that text (``non-2xx status code: 503``). Answers are each attempt
+that returned and each obstore error other than "error sending request" (a 404 or a 412
+is an error class of its own, with no status in its text: neither is a pushback). One
+call storeprobe makes is one attempt, so a multipart upload obstore splits by itself
+counts as one answer.
 
 One difference remains: a multipart upload obstore splits by itself
 (``use_multipart=True``) fails whole when one part is refused, and is retried whole
@@ -33,6 +38,7 @@ from typing import TypeVar
 
 from attrs import define, field, frozen
 
+from storeprobe.backends.attempts import Tally
 from storeprobe.request import AsyncCall, Outcome
 
 __all__ = ["Retrier", "RetryPolicy", "retryable"]
@@ -76,17 +82,31 @@ def retryable(exc: BaseException) -> bool:
 
 @define
 class Retrier:
-    """Retries obstore requests by :class:`RetryPolicy` and counts each retry
-    (:attr:`retries`: a running total, read before and after each window).
+    """Retries obstore requests by :class:`RetryPolicy` and counts each retry, answer and
+    pushback (:attr:`tally`: running totals, read before and after each window).
 
     ``sleep``, ``async_sleep``, ``monotonic`` and ``uniform`` are injectable for tests."""
 
     policy: RetryPolicy = field(factory=RetryPolicy)
-    retries: int = 0
+    tally: Tally = field(factory=Tally)
     sleep: Callable[[float], None] = time.sleep
     async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     monotonic: Callable[[], float] = time.monotonic
     uniform: Callable[[float, float], float] = random.uniform
+
+    @property
+    def retries(self) -> int:
+        """Failed attempts retried so far."""
+        return self.tally.retries
+
+    def _answered(self, exc: BaseException | None) -> None:
+        """Count the answer of one attempt (a return: ``exc`` is None), if it had one."""
+        if exc is None:
+            self.tally.answered()
+        elif type(exc).__module__.split(".", 1)[0] == "obstore":
+            status = _status(exc)
+            if status is not None or _NO_ANSWER not in str(exc):
+                self.tally.answered(status)
 
     def _delays(self) -> Callable[[float, BaseException], float | None]:
         """A fresh backoff: called after each failure, the delay before the next
@@ -104,7 +124,7 @@ class Retrier:
             upper = max(policy.initial_backoff_s, delay * policy.base)
             drawn = self.uniform(policy.initial_backoff_s, upper)
             state["next"] = min(policy.max_backoff_s, drawn)
-            self.retries += 1
+            self.tally.retried()
             return delay
 
         return next_delay
@@ -117,11 +137,15 @@ class Retrier:
             started = self.monotonic()
             while True:
                 try:
-                    return await call()
+                    outcome = await call()
                 except Exception as exc:
+                    self._answered(exc)
                     delay = next_delay(started, exc)
                     if delay is None:
                         raise
+                else:
+                    self._answered(None)
+                    return outcome
                 await self.async_sleep(delay)
 
         return retried
@@ -132,9 +156,13 @@ class Retrier:
         started = self.monotonic()
         while True:
             try:
-                return call()
+                value = call()
             except Exception as exc:
+                self._answered(exc)
                 delay = next_delay(started, exc)
                 if delay is None:
                     raise
+            else:
+                self._answered(None)
+                return value
             self.sleep(delay)

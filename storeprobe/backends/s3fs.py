@@ -6,7 +6,8 @@ up to ``max_concurrency`` ranged GETs; storeprobe calls botocore's operations th
 ``streams`` and nothing else. Writes are create-only (``If-None-Match: *``) unless the
 storage refuses conditional writes (see :class:`NoConditionalWrites`). Reads stream
 the response body into the buffer prepared before the window. Retries botocore makes
-by itself are counted through its ``needs-retry`` event.
+by itself, its answers and their pushback (503, 429) are counted through its
+``needs-retry`` event, which botocore emits after every attempt.
 
 A staged object (see :mod:`storeprobe.staging`) is never held whole: its single PUT,
 and each part of its multipart upload, sends its bytes of the staged file, opened before
@@ -26,6 +27,7 @@ from typing import Any
 
 import fsspec
 
+from storeprobe.backends.attempts import Attempts, Tally
 from storeprobe.backends.base import (
     AsyncBackend,
     AsyncBound,
@@ -138,9 +140,10 @@ class S3Backend(AsyncBackend):
     def __init__(self, fs: fsspec.AbstractFileSystem, *, conditional: bool = True) -> None:
         super().__init__(fs)
         self.conditional = conditional
-        #: attempts botocore retried, counted by a hook installed when the client exists
-        #: (connecting is I/O: it happens in check_root, before the first window)
-        self._retries: list[int] | None = None
+        #: attempts botocore retried, its answers and pushback, counted by a hook installed
+        #: when the client exists (connecting is I/O: it happens in check_root, before the
+        #: first window)
+        self._tally: Tally | None = None
 
     def writer(self, path: str) -> S3Backend:
         """This backend, or a twin putting without If-None-Match if the storage refuses it.
@@ -153,33 +156,37 @@ class S3Backend(AsyncBackend):
             if not refuses_conditional_write(exc):
                 raise
             twin = S3Backend(self.fs, conditional=False)
-            twin._retries = self._retries
+            twin._tally = self._tally
             return twin
         self.fs.rm_file(path)
         return self
 
     def _watch(self, client: Any) -> None:
-        """Count the attempts botocore retries (5xx, throttling, dropped connections)."""
-        counter = [0]
-        self._retries = counter
+        """Count each answer botocore received (``needs-retry`` follows every attempt),
+        its pushback (503, 429) and the attempts it retries (5xx, throttling, dropped
+        connections)."""
+        tally = Tally()
+        self._tally = tally
 
         def count(response: Any = None, caught_exception: Any = None, **_: Any) -> None:
             status = None
             if response is not None:
                 status = response[1].get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if status is not None:
+                tally.answered(int(status))
             if caught_exception is not None or (
                 status is not None and (status >= 500 or status == 429)
             ):
-                counter[0] += 1
+                tally.retried()
 
         client.meta.events.register_first("needs-retry.s3", count)
 
-    def retries_seen(self) -> int | None:
-        return None if self._retries is None else self._retries[0]
+    def attempts_seen(self) -> Attempts | None:
+        return None if self._tally is None else self._tally.seen()
 
     def check_root(self, root: str) -> None:
         check_bucket(root, self.fs.info, "bucket", "s3://BUCKET[/PREFIX]")
-        if self._retries is None and getattr(self.fs, "_s3", None) is not None:
+        if self._tally is None and getattr(self.fs, "_s3", None) is not None:
             self._watch(self.fs._s3)  # the client exists once the first call connected
 
     def make_prefix(self, prefix: str) -> None:

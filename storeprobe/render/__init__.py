@@ -16,7 +16,8 @@ Renderers return strings; only the CLI prints. This module owns
   ``"markdown"``, ``"csv"``, ``"html"`` or ``"text"``; :func:`results_table` (one row
   per Result: what ``storeprobe run`` prints) and :func:`comparison_tables` (targets ×
   environments or targets × probes, winners marked by :func:`storeprobe.stats.compare`),
-  :func:`latency_table` (objects/s, latency and TTFB p50/p90/p99 per result).
+  :func:`latency_table` (objects/s, latency and TTFB p50/p90/p99 per result),
+  :func:`busy_table` (the share of answers the server pushed back, where it did).
 - **regressions**: :func:`regression_tables` and :func:`render_regressions` show a new
   run against a base run (:mod:`storeprobe.comparison`: medians, ratio, interval,
   verdict, regressions marked :data:`REGRESSED`) as markdown, text, HTML, CSV or JSON.
@@ -75,6 +76,7 @@ from storeprobe.render.regressions import (
 )
 from storeprobe.render.results import (
     LatencyLike,
+    busy_table,
     comparison_tables,
     crown_legend,
     latency_table,
@@ -111,6 +113,7 @@ __all__ = [
     "StepResultLike",
     "Table",
     "backup_tables",
+    "busy_table",
     "check_format",
     "check_unit",
     "comparison_tables",

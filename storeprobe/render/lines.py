@@ -31,6 +31,12 @@ def _where(result: ResultLike) -> str:
     )
 
 
+def busy_fraction(result: ResultLike) -> float | None:
+    """The share of answers the server pushed back (503, 429), where the result tells."""
+    share = getattr(result, "busy_fraction", None)
+    return share if isinstance(share, float) else None
+
+
 def result_line(result: ResultLike, unit: str = "workload") -> str:
     """One line, as in a lab notebook: probe, target, streams, best and median rate.
 
@@ -56,6 +62,9 @@ def result_line(result: ResultLike, unit: str = "workload") -> str:
     )
     if result.errors:
         text += f", {_plural(len(result.errors), 'failed repeat')}"
+    busy = busy_fraction(result)
+    if busy:
+        text += f", server busy {significant(busy * 100)} %"
     if result.warnings:
         codes = ", ".join(dict.fromkeys(notice.code.value for notice in result.warnings))
         text += f"; {_plural(len(result.warnings), 'warning')}: {codes}"

@@ -22,7 +22,7 @@ from storeprobe.render.core import (
     ops_per_s,
     resolve_unit,
 )
-from storeprobe.render.lines import _plural, target_label
+from storeprobe.render.lines import _plural, busy_fraction, target_label
 from storeprobe.render.tables import Cell, Table
 from storeprobe.stats import Percentiles, compare
 from storeprobe.units import MiB, significant
@@ -31,10 +31,12 @@ from storeprobe.units import MiB, significant
 # -- tables of results -------------------------------------------------------------------------
 def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Table:
     """One row per Result: (target,) (environment,) probe, workload, unit, streams, best,
-    median, ok/repeats.
+    median, ok/repeats (, busy).
 
     The target column appears when the results come from more than one target, the
-    environment column when they come from more than one environment.
+    environment column when they come from more than one environment, the busy column
+    (the share of answers the server pushed back with 503 or 429, in %) when any result
+    was pushed back.
     """
     check_unit(unit)
     env_name = _environment_names(results)
@@ -43,8 +45,10 @@ def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Tabl
         for name, label in (("target", target_label), ("environment", env_name))
         if len({label(r) for r in results}) > 1
     ]
+    busy = [busy_fraction(result) for result in results]
+    show_busy = any(busy)
     rows: list[list[Cell]] = []
-    for result in results:
+    for result, share in zip(results, busy, strict=True):
         concrete = _unit_of(result, unit)
         if result.samples:
             best, median = _headline(result, concrete)
@@ -67,9 +71,12 @@ def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Tabl
                 Cell(text=streams, value=float(result.streams)),
                 *figures,
                 Cell(text=f"{len(result.samples)}/{repeats}", value=float(len(result.samples))),
+                *([_busy_cell(share)] if show_busy else []),
             ]
         )
     header = ["probe", "workload", "unit", "streams", "best", "median", "ok/repeats"]
+    if show_busy:
+        header.append("busy")
     return Table(
         title="",
         header=[name for name, _ in extra] + header,
@@ -77,6 +84,12 @@ def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Tabl
         rows=rows,
         labels=3 + len(extra),
     )
+
+
+def _busy_cell(share: float | None) -> Cell:
+    if share is None:
+        return Cell(text="-")
+    return Cell(text=f"{significant(share * 100)} %", value=share * 100)
 
 
 def crown_legend(crown: str = CROWN, tie: str = TIE, confidence: float = 0.95) -> str:
@@ -387,4 +400,38 @@ def latency_table(results: Sequence[LatencyLike]) -> Table:
         units=([""] if extra else []) + units,
         rows=rows,
         labels=2 if extra else 1,
+    )
+
+
+def busy_table(results: Sequence[ResultLike]) -> Table | None:
+    """One row per Result the server pushed back on: the share of its answers with status
+    503 or 429 (%), and the counts it comes from (pushed back / answers, every repeat).
+
+    None when no result was pushed back (the share is 0 or not observable everywhere).
+    """
+    rows: list[list[Cell]] = []
+    for result in results:
+        share = busy_fraction(result)
+        if not share:
+            continue
+        samples = getattr(result, "samples", ())
+        pushed = sum(getattr(s, "pushed_back", 0) or 0 for s in samples)
+        answers = sum(getattr(s, "responses", 0) or 0 for s in samples)
+        rows.append(
+            [
+                Cell(text=target_label(result)),
+                Cell(text=f"{result.operation} {result.workload.label}"),
+                Cell(text=str(result.streams), value=float(result.streams)),
+                _busy_cell(share),
+                Cell(text=f"{pushed}/{answers}", value=float(pushed)),
+            ]
+        )
+    if not rows:
+        return None
+    return Table(
+        title="server busy: answers pushed back (503, 429)",
+        header=["target", "probe", "streams", "busy", "pushed back/answers"],
+        units=[""] * 5,
+        rows=rows,
+        labels=2,
     )
