@@ -70,7 +70,10 @@ class DelayProxy:
                     await asyncio.sleep(wait)
                 if not chunk:
                     with contextlib.suppress(Exception):
-                        writer.write_eof()
+                        if writer.can_write_eof():
+                            writer.write_eof()
+                        else:  # TLS has no half-close: the other side ended, so end this one
+                            writer.close()
                     return
                 writer.write(chunk)
                 await writer.drain()
@@ -85,6 +88,11 @@ class DelayProxy:
             await sender
         except (ConnectionError, asyncio.CancelledError):
             sender.cancel()
+            # this side is gone (a reset, a TLS peer that left without close_notify): end
+            # the other one too, or a server that serves one connection at a time (the GCS
+            # emulator) waits on it for ever
+            with contextlib.suppress(Exception):
+                writer.close()
 
     async def _handle(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         self.connections += 1

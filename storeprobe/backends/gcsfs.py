@@ -17,12 +17,26 @@ asks for at least 1 MiB.
 
 Writes use ``mode="create"`` (``ifGenerationMatch=0``, also on the compose); reads ask
 for one connection (``concurrency=1``).
+
+An ``https://`` endpoint (``endpoint_url``, ``STORAGE_EMULATOR_HOST`` or Google's) is
+checked against the CAs gcsfs trusts: gcsfs (aiohttp) verifies with OpenSSL's default
+context, whose roots ``SSL_CERT_FILE`` (or ``SSL_CERT_DIR``) names when it is set as the
+process starts (aiohttp builds that context on import); gcsfs has no option of its own
+for a CA. gcsfs retries an untrusted certificate like a lost connection (six attempts,
+about 30 s of back-off), so before the run :func:`check_certificate` makes one TLS
+handshake with that same default context (untimed; skipped when ``session_kwargs``
+brings a ``connector`` of its own): a certificate it does not trust fails at once, as
+a TLS error naming ``SSL_CERT_FILE``.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+import socket
+import ssl
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from storeprobe.backends.base import AsyncBound, Capabilities, Landing, arrange, check_bucket
 from storeprobe.backends.fsspec import FsspecAsyncBackend
@@ -30,10 +44,36 @@ from storeprobe.request import AsyncCall, AsyncJob, Body, Kind, Outcome, Request
 from storeprobe.transfer import Clock
 from storeprobe.units import MiB
 
-__all__ = ["GCSBackend", "part_name"]
+__all__ = ["GCSBackend", "check_certificate", "part_name"]
 
 #: most source objects one compose request takes (GCS's limit)
 COMPOSE_LIMIT = 32
+
+
+#: seconds the certificate check waits for a connection and a handshake
+CHECK_TIMEOUT_S = 10.0
+
+
+def check_certificate(location: str, session_kwargs: Mapping[str, Any]) -> None:
+    """Raise :class:`ssl.SSLCertVerificationError` when the ``https://`` ``location`` shows
+    a certificate that gcsfs's default SSL context does not trust (one handshake, no
+    request). Nothing is checked for ``http://``, for a session with a ``connector`` of
+    its own, or when the server cannot be reached (gcsfs's requests then say so)."""
+    parts = urllib.parse.urlsplit(location)
+    if parts.scheme != "https" or parts.hostname is None or "connector" in session_kwargs:
+        return
+    context = ssl.create_default_context()  # aiohttp's verified default, read afresh
+    context.set_alpn_protocols(("http/1.1",))
+    try:
+        with (
+            socket.create_connection((parts.hostname, parts.port or 443), CHECK_TIMEOUT_S) as raw,
+            context.wrap_socket(raw, server_hostname=parts.hostname),
+        ):
+            pass
+    except ssl.SSLCertVerificationError:
+        raise
+    except OSError:
+        return
 
 
 def part_name(key: str, number: int) -> str:
@@ -50,6 +90,7 @@ class GCSBackend(FsspecAsyncBackend):
     capabilities = Capabilities(splits_uploads=True, multipart_create=False, min_part_size=1 * MiB)
 
     def check_root(self, root: str) -> None:
+        check_certificate(str(self.fs._location), getattr(self.fs, "session_kwargs", None) or {})
         check_bucket(root, self.fs.info, "bucket", "gs://BUCKET[/PREFIX]")
 
     def make_prefix(self, prefix: str) -> None:
