@@ -20,6 +20,7 @@ from fsspec.implementations.memory import MemoryFileSystem
 
 from storeprobe import ConfigurationError, Probe, Result, Settings, Workload
 from storeprobe.cli import main
+from storeprobe.html_report import run_command
 from storeprobe.notices import Code
 from storeprobe.render import results_table
 from storeprobe.stats import stability_notices
@@ -154,6 +155,8 @@ def test_the_line_and_the_table_say_how_many_warm_ups_ran(memfs: MemoryFileSyste
     assert rows[0][-1] == "3/3 +1 warm-up"
     assert rows[1][-1] == "2/2"
     assert "warm-up repeats" in warmed._repr_html_()
+    assert "--repeats 3 --warmup 1" in run_command([warmed])
+    assert "--warmup" not in run_command([plain])
 
 
 def test_a_failed_warm_up_is_an_error_named_as_one(memfs: MemoryFileSystem) -> None:
