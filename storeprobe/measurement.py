@@ -28,7 +28,7 @@ happens, a ``finally`` deletes every name the measurement recorded and removes t
 prefix. Failures become error notices of the Result; cleanup that cannot finish becomes
 a ``cleanup-incomplete`` warning naming what was left.
 
-At about 480 lines this module is longer than most: it is the probe's method in one
+At about 530 lines this module is longer than most: it is the probe's method in one
 place (the repeat loop, the cleanup bookkeeping and the untimed steps around each
 window), so it can be read against the docs in one sitting. Running a plan is
 :mod:`storeprobe.execution`, the wrappers around jobs :mod:`storeprobe.jobs`, the
