@@ -39,7 +39,7 @@ from storeprobe.errors import ConfigurationError, ResultFormatError, StoreProbeE
 from storeprobe.mounts import memory_notice
 from storeprobe.named_targets import resolve
 from storeprobe.notices import Notice
-from storeprobe.probe import MAX_STREAMS, Probe
+from storeprobe.probe import MAX_REPEATS, MAX_STREAMS, Probe
 from storeprobe.progress import RateBar
 from storeprobe.rclone_config import RcloneConfig
 from storeprobe.redaction import redact_url
@@ -111,6 +111,14 @@ def _probe_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by run and sweep: storage, client, label, seed, progress."""
     parser.add_argument(
         "--repeats", type=int, default=3, help="repetitions per probe; the best is reported"
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=0,
+        metavar="N",
+        help="warm-up repetitions run first, exactly as the measured ones, and counted in no "
+        "figure (1 pays the first connections' TCP and TLS handshakes outside the figures)",
     )
     parser.add_argument(
         "-o",
@@ -432,7 +440,7 @@ def _choose_targets(args: argparse.Namespace, specs: Sequence[str]) -> list[_Cho
     return chosen
 
 
-def _check_counts(streams: Sequence[int], repeats: int, prep_streams: int) -> None:
+def _check_counts(streams: Sequence[int], repeats: int, prep_streams: int, warmup: int = 0) -> None:
     """Refuse bad counts before anything is created (a temporary directory, a probe)."""
     for count in streams:
         if not 1 <= count <= MAX_STREAMS:
@@ -446,11 +454,16 @@ def _check_counts(streams: Sequence[int], repeats: int, prep_streams: int) -> No
         )
     if repeats < 1:
         raise ConfigurationError(f"--repeats {repeats} is out of range: use 1 or more, e.g. 3")
+    if not 0 <= warmup <= MAX_REPEATS:
+        raise ConfigurationError(
+            f"--warmup {warmup} is out of range: use 0 (no warm-up repeat) to {MAX_REPEATS}, e.g. 1"
+        )
 
 
 def _probe_keywords(args: argparse.Namespace) -> dict[str, Any]:
     keywords: dict[str, Any] = {
         "repeats": args.repeats,
+        "warmup": args.warmup,
         "label": args.label,
         "prep_streams": args.prep_streams,
     }
@@ -543,7 +556,7 @@ def _open_probes(
 
 
 def _run(args: argparse.Namespace) -> int:
-    _check_counts(args.streams, args.repeats, args.prep_streams)
+    _check_counts(args.streams, args.repeats, args.prep_streams, args.warmup)
     check_label(args.label)
     workloads = [Workload.parse(spec) for spec in (args.workload or ["small", "large"])]
     chosen = _choose_targets(args, [*args.urls, *args.target])
@@ -705,7 +718,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    _check_counts(args.streams, args.repeats, args.prep_streams)
+    _check_counts(args.streams, args.repeats, args.prep_streams, args.warmup)
     workload = Workload.parse(args.workload)
     if args.json is not None:
         check_output(args.json, "--json", "results")

@@ -118,7 +118,7 @@ def _workload_spec(result: Result) -> str:
 def run_command(results: Iterable[Result]) -> str:
     """A ``storeprobe run`` command that reproduces the results' probes.
 
-    URLs, stream counts, workloads, repeats, the S3 client, the label and the seed
+    URLs, stream counts, workloads, repeats, warm-up repeats, the S3 client, the label and the seed
     (when all results share one) come from the results. Storage options are never
     recorded, so a target that needs them gets ``-o KEY=...`` placeholders to fill in.
     Scenario steps (backups) are left out: they are run by ``storeprobe backup``.
@@ -134,6 +134,9 @@ def run_command(results: Iterable[Result]) -> str:
         words += ["--workload", spec]
     repeats = max(len(result.samples) + len(result.errors) for result in probes)
     words += ["--repeats", str(repeats)]
+    warmup = max(len(result.warmup_samples) for result in probes)
+    if warmup:
+        words += ["--warmup", str(warmup)]
     clients = {r.backend for r in probes if r.protocol == "s3" and r.backend in ("obstore", "s3fs")}
     if len(clients) == 1:
         words += ["--client", clients.pop()]

@@ -1,6 +1,7 @@
 """One measurement: a workload's upload or download, repeated, timed, verified, cleaned up.
 
-For each of ``repeats`` repetitions a :class:`Measurement`
+For each of ``warmup`` warm-up repetitions, then each of ``repeats`` measured ones, a
+:class:`Measurement`
 
 1. names fresh objects and derives their content from the workload's seed and the
    repeat (each repeat has its own bytes, so no deduplicating store flatters later ones);
@@ -10,6 +11,10 @@ For each of ``repeats`` repetitions a :class:`Measurement`
    the first request's start to the last one's end;
 4. verifies (untimed): every downloaded byte against the regenerated payload;
 5. deletes exactly the names this repeat wrote.
+
+A warm-up repeat is a measured one in every step (its own names and bytes, the same
+window); its sample goes to the Result's ``warmup_samples``, which no figure, statistic or
+warning counts, and a coordinator (:class:`Gate`) does not hold its window.
 
 Only step 3 keeps ``streams`` requests in flight. The untimed work around it (absence
 checks, the upload before a download, the size checks, the deletes) runs with
@@ -23,7 +28,7 @@ happens, a ``finally`` deletes every name the measurement recorded and removes t
 prefix. Failures become error notices of the Result; cleanup that cannot finish becomes
 a ``cleanup-incomplete`` warning naming what was left.
 
-At about 480 lines this module is longer than most: it is the probe's method in one
+At about 530 lines this module is longer than most: it is the probe's method in one
 place (the repeat loop, the cleanup bookkeeping and the untimed steps around each
 window), so it can be read against the docs in one sitting. Running a plan is
 :mod:`storeprobe.execution`, the wrappers around jobs :mod:`storeprobe.jobs`, the
@@ -171,18 +176,29 @@ class Measurement:
                 warnings.warn(str(notice), StoreProbeWarning, stacklevel=_caller_level())
         deleted: set[str] = set()
         samples: list[Sample] = []
+        warmups: list[Sample] = []
         errors: list[Notice] = []
         reader: Backend | None = None
+        warmup = self.settings.warmup
         try:
-            for repeat in range(self.settings.repeats):
-                names = [f"{prefix}/r{repeat}-{index:07d}" for index in range(workload.count)]
-                content = workload.with_payload_seed(((workload.seed or 0) + repeat) % 2**63)
+            for turn in range(warmup + self.settings.repeats):
+                # warm-up repeats first (w0, w1, ...), then the measured ones (r0, r1, ...):
+                # the same steps and windows, their samples kept apart; a measured repeat's
+                # bytes are those it has without warm-up (seed + repeat)
+                warming = turn < warmup
+                repeat = turn - warmup
+                label = f"w{turn}" if warming else f"r{repeat}"
+                seed = self.settings.repeats + turn if warming else repeat
+                names = [f"{prefix}/{label}-{index:07d}" for index in range(workload.count)]
+                content = workload.with_payload_seed(((workload.seed or 0) + seed) % 2**63)
                 written.extend(names)
+                into = warmups if warming else samples
+                gated = None if warming else repeat  # a coordinator holds measured windows
                 try:
                     if writer is not backend:
                         self._check_absent(writer, names)
                     if self.operation == "upload":
-                        samples.append(self._upload(writer, layout, content, names, repeat))
+                        into.append(self._upload(writer, layout, content, names, gated))
                     else:
                         assert setup is not None
                         self._setup(writer, setup, content, names)
@@ -191,11 +207,14 @@ class Measurement:
                             if reader is not backend:
                                 strategy += " (ranges read with s3fs)"
                                 notices.append(_RANGES_VIA_S3FS)
-                        samples.append(self._download(layout, content, names, reader, repeat))
+                        into.append(self._download(layout, content, names, reader, gated))
                 except Exception as exc:
-                    errors.append(self._error(exc, repeat + 1))
-                    if self.gate is not None:
-                        self.gate.abandon(repeat)
+                    if warming:
+                        errors.append(self._error(exc, None, f"warm-up repeat {turn + 1}: "))
+                    else:
+                        errors.append(self._error(exc, repeat + 1))
+                        if self.gate is not None:
+                            self.gate.abandon(repeat)
                 finally:
                     remaining = {left.name for left in self._delete(names)}
                     deleted.update(name for name in names if name not in remaining)
@@ -218,6 +237,7 @@ class Measurement:
             errors=tuple(errors),
             warnings=tuple(notices),
             environment=environment,
+            warmup_samples=tuple(warmups),
         )
 
     def _judge(self, samples: Sequence[Sample]) -> list[Notice]:
@@ -232,6 +252,7 @@ class Measurement:
             ),
             operation=self.operation,
             remote=self.target.protocol not in _LOCAL,
+            warmup=self.settings.warmup,
         )
         for number, sample in enumerate(samples, 1):
             if sample.has_timeline:
@@ -258,7 +279,7 @@ class Measurement:
             )
         return found
 
-    def _error(self, exc: BaseException, repeat: int) -> Notice:
+    def _error(self, exc: BaseException, repeat: int | None, where: str = "") -> Notice:
         text = self.target.describe_error(exc)
         if isinstance(exc, VerificationError):
             code = Code.VERIFICATION_FAILED
@@ -268,7 +289,7 @@ class Measurement:
             code = Code.TIMEOUT
         else:
             code = Code.REQUEST_FAILED
-        return Notice(code=code, message=text, repeat=repeat)
+        return Notice(code=code, message=where + text, repeat=repeat)
 
     # -- one repeat ------------------------------------------------------------------------
     @staticmethod
@@ -312,7 +333,12 @@ class Measurement:
         self._execute(writer, head_plan(names), wrap=ABSENT)
 
     def _upload(
-        self, backend: Backend, layout: Layout, workload: Workload, names: list[str], repeat: int
+        self,
+        backend: Backend,
+        layout: Layout,
+        workload: Workload,
+        names: list[str],
+        repeat: int | None,
     ) -> Sample:
         plan = upload_plan(layout, workload, names)
         staging = Staging.of_payload(workload, 0) if layout.staged else None
@@ -366,7 +392,12 @@ class Measurement:
         return reader
 
     def _download(
-        self, layout: Layout, workload: Workload, names: list[str], reader: Backend, repeat: int
+        self,
+        layout: Layout,
+        workload: Workload,
+        names: list[str],
+        reader: Backend,
+        repeat: int | None,
     ) -> Sample:
         plan = download_plan(layout, workload, names)
         requests = plan.requests
@@ -405,12 +436,13 @@ class Measurement:
                 staging.close()
         return sample_of(run, _delta(reader.attempts_seen(), before))
 
-    def _wait(self, repeat: int) -> None:
-        if self.gate is not None:
+    def _wait(self, repeat: int | None) -> None:
+        """Hold a measured repeat's window for the coordinator (None: a warm-up, not held)."""
+        if self.gate is not None and repeat is not None:
             self.gate.wait(repeat)
 
-    def _opened(self, repeat: int, run: Run) -> None:
-        if self.gate is not None:
+    def _opened(self, repeat: int | None, run: Run) -> None:
+        if self.gate is not None and repeat is not None:
             timings = run.timings
             self.gate.opened(repeat, int(timings.start_ns.min()), int(timings.end_ns.max()))
 

@@ -1,6 +1,7 @@
 """Metadata probes: HEAD, LIST and DELETE rates, in operations per second.
 
-For each of ``repeats`` repetitions a :class:`MetadataMeasurement`
+For each of ``warmup`` warm-up repetitions (samples kept apart, counted in no figure),
+then each of ``repeats`` measured ones, a :class:`MetadataMeasurement`
 
 1. makes a fresh repeat prefix ``<run prefix>/r<N>`` and writes ``count`` objects of
    ``size`` bytes under it (untimed, ``prep_streams`` at once; 0 bytes by default:
@@ -186,10 +187,15 @@ class MetadataMeasurement:
         gone: set[str] = set()
         made: list[str] = []
         samples: list[Sample] = []
+        warmups: list[Sample] = []
         errors: list[Notice] = []
+        warmup = self.settings.warmup
         try:
-            for repeat in range(self.settings.repeats):
-                where = f"{prefix}/r{repeat}"
+            for turn in range(warmup + self.settings.repeats):
+                # warm-up repeats (w0, ...) first, as the measured ones, their samples apart
+                warming = turn < warmup
+                repeat = turn - warmup
+                where = f"{prefix}/w{turn}" if warming else f"{prefix}/r{repeat}"
                 names = [f"{where}/{index:07d}" for index in range(self.count)]
                 written.extend(names)
                 try:
@@ -197,10 +203,13 @@ class MetadataMeasurement:
                     made.append(where)
                     if writer is not backend:
                         helper._check_absent(writer, names)
-                    self._write(writer, names, repeat)
-                    samples.append(self._timed(where, names, gone))
+                    self._write(writer, names, self.settings.repeats + turn if warming else repeat)
+                    (warmups if warming else samples).append(self._timed(where, names, gone))
                 except Exception as exc:
-                    errors.append(helper._error(exc, repeat + 1))
+                    if warming:
+                        errors.append(helper._error(exc, None, f"warm-up repeat {turn + 1}: "))
+                    else:
+                        errors.append(helper._error(exc, repeat + 1))
                 finally:
                     left = {
                         entry.name
@@ -233,6 +242,7 @@ class MetadataMeasurement:
             errors=tuple(errors),
             warnings=tuple(notices),
             environment=environment,
+            warmup_samples=tuple(warmups),
         )
 
     # -- one repeat --------------------------------------------------------------------
@@ -349,5 +359,6 @@ class MetadataMeasurement:
             ),
             operation=self.operation,
             remote=self.target.protocol not in _LOCAL,
+            warmup=self.settings.warmup,
         )
         return found + [n for n in helper._judge(samples) if n.code is Code.RETRIED]

@@ -50,6 +50,7 @@ from storeprobe.settings import (
     MAX_REPEATS,
     MAX_STREAMS,
     PREP_STREAMS,
+    WARMUP,
     Settings,
     check_part_size,
     check_seed,
@@ -90,7 +91,11 @@ class Probe(SeedProbes):
     twice. ``prep_streams`` (default 32) is the number of requests in flight for the
     untimed work around the windows: the objects a download reads, uploaded first; their
     size checks; absence checks; deletes and cleanup. It never changes a window, which
-    keeps ``streams``.
+    keeps ``streams``. ``warmup`` (default 0) repeats run first, exactly as the measured
+    ones (same windows, same untimed work), and are kept in the Result apart
+    (``result.warmup_samples``): they count in no figure, statistic or warning. One
+    warm-up repeat pays the connections' first handshakes (TCP, and TLS on HTTPS) outside
+    the measured repeats.
     ``clock`` returns nanoseconds and is replaceable for tests. ``callback`` (an
     ``fsspec.callbacks.Callback``, e.g. ``TqdmCallback``) is told the bytes of each timed
     repeat (``set_size``) and their progress (``absolute_update``) from a separate
@@ -107,6 +112,7 @@ class Probe(SeedProbes):
     repeats: int = field(
         default=3, kw_only=True, validator=in_range(1, MAX_REPEATS, "3 is the usual choice")
     )
+    warmup: int = field(default=0, kw_only=True, validator=WARMUP)
     verify: bool = field(default=True, kw_only=True)
     timeout: float | None = field(default=300.0, kw_only=True, validator=check_timeout)
     part_size: int | None = field(
@@ -130,6 +136,7 @@ class Probe(SeedProbes):
         return Settings(
             streams=self.streams,
             repeats=self.repeats,
+            warmup=self.warmup,
             verify=self.verify,
             timeout=self.timeout,
             part_size=self.part_size,

@@ -66,7 +66,8 @@ __all__ = [
 #       sizes in bytes), "total_bytes" (the sum of the sizes drawn from its seed) and
 #       "size_seed"; "size" is then the distribution's median. Absent: every object
 #       "size" bytes, as in versions 1 and 2, which still load unchanged. Samples carry "responses"
-#       and "pushed_back" (absent or null: not observable).
+#       and "pushed_back" (absent or null: not observable); "warmup_samples" (absent: none)
+#       holds the samples of the warm-up repeats (Settings.warmup), counted in no figure.
 #: the version of the results document that dump_results writes (history above)
 SCHEMA_VERSION = 3
 #: every version load_results reads
@@ -287,7 +288,9 @@ class Result:
     :class:`~storeprobe.notices.Notice` per failed repeat; ``warnings`` notices that say
     what to check or do next. Both accept Notices or their dicts (texts are refused:
     :func:`load_results` turns the texts of schema-1 documents into notices with code
-    ``unclassified``).
+    ``unclassified``). ``warmup_samples`` has one entry per successful warm-up repeat
+    (run first, exactly as the measured ones): kept for inspection, counted in no
+    figure, statistic, warning or comparison.
     """
 
     operation: Operation
@@ -312,6 +315,9 @@ class Result:
     #: default local target of ``storeprobe run`` (a new temporary directory every time)
     #: is ``file://$TMPDIR``; None: the URL names the target (see :attr:`target_id`)
     target_name: str | None = None
+    #: the warm-up repeats' samples (``warmup`` of the probe's settings), in order; no
+    #: figure, statistic, warning or comparison counts them
+    warmup_samples: tuple[Sample, ...] = field(default=(), converter=_samples)
 
     # -- identity -----------------------------------------------------------------
     @property
@@ -511,6 +517,7 @@ class Result:
             "step": None if self.step is None else self.step.to_dict(),
             "fleet": None if self.fleet is None else self.fleet.to_dict(),
             "target_name": self.target_name,
+            "warmup_samples": [sample.to_dict() for sample in self.warmup_samples],
         }
 
     @classmethod
@@ -533,6 +540,9 @@ class Result:
                 step=None if data.get("step") is None else Step.from_dict(data["step"]),
                 fleet=None if data.get("fleet") is None else Fleet.from_dict(data["fleet"]),
                 target_name=data.get("target_name"),
+                warmup_samples=tuple(
+                    Sample.from_dict(sample) for sample in data.get("warmup_samples", ())
+                ),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ResultFormatError(f"malformed result record: {exc!r}") from exc

@@ -1,8 +1,8 @@
 """How a probe runs: one frozen, picklable value passed whole to every scenario.
 
 :class:`Settings` holds what a :class:`~storeprobe.probe.Probe` was asked (streams,
-repeats, verification, timeout, part size, staging threshold, label, seed, the untimed
-work's concurrency), validated
+repeats, warm-up repeats, verification, timeout, part size, staging threshold, label,
+seed, the untimed work's concurrency), validated
 once at construction. The measurement (uploads and downloads), the metadata probes, the
 backup scenarios and the Dask workers all take it as it is; none copies its fields. What
 cannot travel to another process (the clock, a progress callback, the target's open
@@ -19,7 +19,7 @@ from attrs import field, frozen
 from storeprobe.errors import ConfigurationError
 from storeprobe.units import GiB, format_size, parse_size
 
-__all__ = ["DEFAULT_PREP_STREAMS", "MAX_REPEATS", "MAX_STREAMS", "Settings"]
+__all__ = ["DEFAULT_PREP_STREAMS", "MAX_REPEATS", "MAX_STREAMS", "WARMUP", "Settings"]
 
 #: Most requests in flight a probe accepts.
 MAX_STREAMS = 1024
@@ -95,12 +95,22 @@ PREP_STREAMS = in_range(
     "is the default (1: one request at a time, as the windows at streams=1)",
 )
 
+#: the validator of ``warmup`` (the Settings' and the Probe's)
+WARMUP = in_range(
+    0,
+    MAX_REPEATS,
+    "warm-up repeats run before the measured ones and count in no figure; use 0 (none) "
+    "or 1 (the first connections' handshakes paid outside the figures)",
+)
+
 
 @frozen(kw_only=True)
 class Settings:
     """A probe's settings (see :class:`~storeprobe.probe.Probe` for each one's meaning).
 
-    ``streams``: requests in flight; ``repeats``: timed repetitions; ``verify``: check
+    ``streams``: requests in flight; ``repeats``: timed repetitions; ``warmup``: repeats
+    run first, exactly as the measured ones, kept apart in the Result
+    (``warmup_samples``) and counted in no figure; ``verify``: check
     every byte read back; ``timeout``: seconds per request and per untimed step (None:
     none); ``part_size``: bytes per part when one object is split (None: the default);
     ``stage_above``: bytes from which one object is staged through a local file;
@@ -112,6 +122,7 @@ class Settings:
 
     streams: int = field(default=1, validator=in_range(1, MAX_STREAMS, "use e.g. 1, 4 or 16"))
     repeats: int = field(default=3, validator=in_range(1, MAX_REPEATS, "3 is the usual choice"))
+    warmup: int = field(default=0, validator=WARMUP)
     verify: bool = True
     timeout: float | None = field(default=300.0, validator=check_timeout)
     part_size: int | None = field(default=None, converter=part_size, validator=check_part_size)

@@ -501,18 +501,21 @@ def stability_notices(
     operation: str,
     remote: bool,
     clock_resolution_s: float | None = None,
+    warmup: int = 0,
 ) -> list[Notice]:
     """Notices about the repeats of one probe, each saying what to do next.
 
     The three arrays have one entry per successful repeat, in order: ``rates_bps`` the
     throughput (B/s), ``elapsed_ns`` the timed window (ns), ``cpu_fraction`` the probe
     process's CPU time ÷ window (``nan`` where unknown). ``clock_resolution_s`` is the
-    timer's resolution in seconds (default: ``time.perf_counter``'s).
+    timer's resolution in seconds (default: ``time.perf_counter``'s). ``warmup`` is how
+    many warm-up repeats ran before these (their figures are not in the arrays).
 
     Rules, by code (documented in docs/concepts.md):
 
     - ``HIGH_VARIATION``: coefficient of variation of throughput over ≥ 2 repeats > 10 %;
-    - ``WARM_UP``: with ≥ 3 repeats, the first window is > 1.5 × the median of the rest;
+    - ``WARM_UP``: with ≥ 3 repeats and no warm-up repeat (``warmup=0``), the first
+      window is > 1.5 × the median of the rest; the fix advises ``warmup=1``;
     - ``WINDOW_TOO_SHORT``: the shortest window is under 10 000 clock ticks, or under 1 ms;
     - ``CLIENT_BOUND``: every repeat with a known CPU fraction used ≥ 90 % of one core
       (Python moves bytes on one core at a time), so the client, not the storage, is
@@ -548,7 +551,7 @@ def stability_notices(
                     value=str(ADVISED_REPEATS) if more else "",
                 )
             )
-    if elapsed.size >= 3:
+    if elapsed.size >= 3 and warmup == 0:  # after a warm-up, its advice was followed
         first = float(elapsed[0])
         rest = float(np.median(elapsed[1:]))
         if first > WARM_UP_FACTOR * rest:
@@ -557,8 +560,10 @@ def stability_notices(
                     code=Code.WARM_UP,
                     message=f"the first repeat took {first / rest:.1f}× the median of the "
                     "others: connections or caches were cold",
-                    fix="discard it or add a warm-up repeat",
+                    fix="discard it or add a warm-up repeat (warmup=1)",
                     repeat=1,
+                    option="warmup",
+                    value="1",
                 )
             )
     resolution = clock_resolution_s or time.get_clock_info("perf_counter").resolution

@@ -2,13 +2,20 @@
 
 netem is not available in this kernel, so latency is added here: each chunk read from
 one side is written to the other ``delay_s`` seconds later, order preserved. A request
-and its response therefore take at least ``2 × delay_s`` more than without the proxy.
+and its response therefore take at least ``2 × delay_s`` more than without the proxy
+(``delay_s=0``: none).
+
+It counts, server side, the TCP connections it accepts (``connections``): a test proves
+with it how often a client connects. With ``tls`` (a server ``ssl.SSLContext``) it
+terminates TLS: clients speak HTTPS to it, it speaks plain TCP to the upstream (for a
+server that cannot serve TLS itself, such as gcp-storage-emulator).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import threading
 import time
 
@@ -16,10 +23,15 @@ __all__ = ["DelayProxy"]
 
 
 class DelayProxy:
-    def __init__(self, upstream_port: int, delay_s: float) -> None:
+    def __init__(
+        self, upstream_port: int, delay_s: float, *, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.upstream_port = upstream_port
         self.delay_s = delay_s
+        self.tls = tls
         self.port = 0
+        #: TCP connections accepted from clients so far
+        self.connections = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.base_events.Server | None = None
@@ -30,7 +42,7 @@ class DelayProxy:
         return self
 
     async def _start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0, ssl=self.tls)
         self.port = self._server.sockets[0].getsockname()[1]
 
     def stop(self) -> None:
@@ -58,7 +70,10 @@ class DelayProxy:
                     await asyncio.sleep(wait)
                 if not chunk:
                     with contextlib.suppress(Exception):
-                        writer.write_eof()
+                        if writer.can_write_eof():
+                            writer.write_eof()
+                        else:  # TLS has no half-close: the other side ended, so end this one
+                            writer.close()
                     return
                 writer.write(chunk)
                 await writer.drain()
@@ -73,8 +88,14 @@ class DelayProxy:
             await sender
         except (ConnectionError, asyncio.CancelledError):
             sender.cancel()
+            # this side is gone (a reset, a TLS peer that left without close_notify): end
+            # the other one too, or a server that serves one connection at a time (the GCS
+            # emulator) waits on it for ever
+            with contextlib.suppress(Exception):
+                writer.close()
 
     async def _handle(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        self.connections += 1
         try:
             up_r, up_w = await asyncio.open_connection("127.0.0.1", self.upstream_port)
         except OSError:

@@ -366,6 +366,13 @@ CASES = [
         lambda e: ["run", "--repeats", "0"],
     ),
     Case(
+        "warmup -1",
+        lambda e: Probe.from_url("memory://x", warmup=-1),
+        ConfigurationError,
+        "warmup",
+        lambda e: ["run", "--warmup", "-1"],
+    ),
+    Case(
         "timeout 0",
         lambda e: Probe.from_url("memory://x", timeout=0),
         ConfigurationError,

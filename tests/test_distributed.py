@@ -208,6 +208,23 @@ def test_two_workers_move_their_bytes_on_one_window(
     assert tree(s3_bucket_dir) == before
 
 
+def test_workers_warm_up_outside_the_common_windows(
+    two_workers: Client, s3_server: Server, s3_bucket_dir: Path
+) -> None:
+    before = tree(s3_bucket_dir)
+    probe = s3_probe(s3_server.endpoint, repeats=2, warmup=1)
+    result = probe.distributed(client=two_workers).upload(WORKLOAD)
+
+    assert result.ok, result.errors
+    assert len(result.samples) == 2  # the common windows: the measured repeats only
+    assert result.fleet is not None
+    members = [member.result for member in result.fleet.members]
+    assert all(member is not None and member.ok for member in members)
+    assert all(member is not None and len(member.warmup_samples) == 1 for member in members)
+    assert all(member is not None and len(member.samples) == 2 for member in members)
+    assert tree(s3_bucket_dir) == before
+
+
 def test_credentials_never_reach_logs_keys_or_results(
     two_workers: Client, s3_server: Server, s3_bucket_dir: Path
 ) -> None:

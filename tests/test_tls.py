@@ -8,12 +8,18 @@ CA made for this test session (:mod:`tests.tls`). Each way of naming the CA
 ``tls-unverified`` notice. Through HTTPS, s3fs (current botocore) fails every PUT with
 ``MissingContentLength`` unless checksums are sent only when required, which storeprobe
 does on an endpoint that is not AWS's, and says so.
+
+GCS: gcp-storage-emulator serves plain HTTP only (Python's ``http.server``, no TLS
+option), so a TLS-terminating proxy (:class:`tests.delay_proxy.DelayProxy` with ``tls``)
+stands in front of it with the session's certificate; gcsfs trusts a private CA through
+``SSL_CERT_FILE`` (aiohttp's default context), set as the process starts.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,6 +32,8 @@ import s3fs
 from storeprobe import ConfigurationError, Probe, TargetUnreachableError, Workload
 from storeprobe.backends.s3_trust import CA_VARIABLES
 from storeprobe.notices import Code
+from tests.conftest import gcs_options
+from tests.delay_proxy import DelayProxy
 from tests.servers import S3_KEY, S3_SECRET, Server, rclone_s3
 from tests.tls import Certificates, make_certificates
 
@@ -302,3 +310,75 @@ def test_azure_without_the_ca_names_the_variable(azurite_tls: str) -> None:
 
     with pytest.raises(TargetUnreachableError, match=r"SSL_CERT_FILE=ca\.pem for Azure"):
         probe.upload(WORKLOAD)
+
+
+# --- GCS over HTTPS (gcp-storage-emulator behind a TLS-terminating proxy) ---------------
+@pytest.fixture(scope="module")
+def gcs_tls(gcs_server: Server, certificates: Certificates) -> Iterator[DelayProxy]:
+    """HTTPS on 127.0.0.1 with the session CA's certificate, plain HTTP to the emulator."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(certificates.cert, certificates.key)
+    proxy = DelayProxy(gcs_server.port, delay_s=0, tls=context).start()
+    yield proxy
+    proxy.stop()
+
+
+def _gcs_https(proxy: DelayProxy) -> dict[str, Any]:
+    return {**gcs_options(proxy.port), "endpoint_url": f"https://127.0.0.1:{proxy.port}"}
+
+
+def test_gcs_with_a_private_ca_in_ssl_cert_file(
+    gcs_tls: DelayProxy, certificates: Certificates, tmp_path: Path
+) -> None:
+    # a new process, as a user sets the variable: aiohttp (gcsfs) builds its default SSL
+    # context when it is imported
+    out = tmp_path / "results.json"
+    options = _gcs_https(gcs_tls)
+    before = gcs_tls.connections
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "storeprobe", "run", "gs://bench/tls", "--client", "gcsfs"),
+            *("--workload", "3x1KiB", "--repeats", "1", "--prep-streams", "4", "--no-progress"),
+            *(arg for name, value in options.items() for arg in ("-o", f"{name}={value}")),
+            *("--json", str(out)),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "SSL_CERT_FILE": str(certificates.ca)},
+        timeout=120,
+    )
+
+    assert done.returncode == 0, done.stderr
+    entries = json.loads(out.read_text())["results"]
+    assert {entry["operation"] for entry in entries} == {"upload", "download"}
+    assert {entry["backend"] for entry in entries} == {"gcsfs"}
+    assert not any(entry["errors"] for entry in entries)
+    assert all(entry["url"] == "gs://bench/tls" for entry in entries)
+    assert gcs_tls.connections > before  # measured through HTTPS
+
+
+@pytest.mark.parametrize("given", ["wrong", "missing"])
+def test_gcs_with_an_untrusted_certificate_names_the_variable(
+    given: str, gcs_tls: DelayProxy, other_ca: Certificates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if given == "wrong":
+        monkeypatch.setenv("SSL_CERT_FILE", str(other_ca.ca))
+    probe = Probe.from_url("gs://bench/tls", _gcs_https(gcs_tls), client="gcsfs", repeats=1)
+
+    with pytest.raises(TargetUnreachableError) as caught:
+        probe.upload(WORKLOAD)  # at once: gcsfs would retry the handshake for ~30 s
+
+    message = str(caught.value)
+    assert "SSLCertVerificationError" in message
+    assert "TLS certificate was not trusted" in message
+    assert "SSL_CERT_FILE=ca.pem for Azure and gs://" in message
+
+
+def test_the_gcs_certificate_check_passes_what_it_cannot_judge(gcs_server: Server) -> None:
+    from storeprobe.backends.gcsfs import check_certificate
+    from tests.servers import free_port
+
+    check_certificate(f"http://127.0.0.1:{gcs_server.port}", {})  # no TLS: nothing to check
+    check_certificate(f"https://127.0.0.1:{free_port()}", {})  # unreachable: gcsfs says so
+    check_certificate("https://127.0.0.1:1", {"connector": object()})  # its own connector

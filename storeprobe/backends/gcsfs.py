@@ -28,13 +28,26 @@ every attempt after a request's first is a retry, every status line an answer, 5
 type (``validate_response``: 404 ``FileNotFoundError``, 412 ``FileExistsError``, 403
 ``OSError``, 502 ``ProxyError``, other codes ``HttpError.code``); aiohttp's connection
 errors and timeouts are attempts without an answer.
+
+An ``https://`` endpoint (``endpoint_url``, ``STORAGE_EMULATOR_HOST`` or Google's) is
+checked against the CAs gcsfs trusts: gcsfs (aiohttp) verifies with OpenSSL's default
+context, whose roots ``SSL_CERT_FILE`` (or ``SSL_CERT_DIR``) names when it is set as the
+process starts (aiohttp builds that context on import); gcsfs has no option of its own
+for a CA. gcsfs retries an untrusted certificate like a lost connection (six attempts,
+about 30 s of back-off), so before the run :func:`check_certificate` makes one TLS
+handshake with that same default context (untimed; skipped when ``session_kwargs``
+brings a ``connector`` of its own): a certificate it does not trust fails at once, as
+a TLS error naming ``SSL_CERT_FILE``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+import socket
+import ssl
+import urllib.parse
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from storeprobe.backends.attempts import Attempts, Tally
@@ -44,7 +57,7 @@ from storeprobe.request import AsyncCall, AsyncJob, Body, Kind, Outcome, Request
 from storeprobe.transfer import Clock
 from storeprobe.units import MiB
 
-__all__ = ["GCSBackend", "part_name"]
+__all__ = ["GCSBackend", "check_certificate", "part_name"]
 
 #: most source objects one compose request takes (GCS's limit)
 COMPOSE_LIMIT = 32
@@ -72,6 +85,32 @@ def _answer(exc: BaseException) -> tuple[bool, int | None]:
     if isinstance(exc, OSError | ValueError):  # 403 Forbidden, 400 Bad Request
         return True, None
     return False, None
+
+
+#: seconds the certificate check waits for a connection and a handshake
+CHECK_TIMEOUT_S = 10.0
+
+
+def check_certificate(location: str, session_kwargs: Mapping[str, Any]) -> None:
+    """Raise :class:`ssl.SSLCertVerificationError` when the ``https://`` ``location`` shows
+    a certificate that gcsfs's default SSL context does not trust (one handshake, no
+    request). Nothing is checked for ``http://``, for a session with a ``connector`` of
+    its own, or when the server cannot be reached (gcsfs's requests then say so)."""
+    parts = urllib.parse.urlsplit(location)
+    if parts.scheme != "https" or parts.hostname is None or "connector" in session_kwargs:
+        return
+    context = ssl.create_default_context()  # aiohttp's verified default, read afresh
+    context.set_alpn_protocols(("http/1.1",))
+    try:
+        with (
+            socket.create_connection((parts.hostname, parts.port or 443), CHECK_TIMEOUT_S) as raw,
+            context.wrap_socket(raw, server_hostname=parts.hostname),
+        ):
+            pass
+    except ssl.SSLCertVerificationError:
+        raise
+    except OSError:
+        return
 
 
 def part_name(key: str, number: int) -> str:
@@ -130,6 +169,7 @@ class GCSBackend(FsspecAsyncBackend):
         self._tally = tally
 
     def check_root(self, root: str) -> None:
+        check_certificate(str(self.fs._location), getattr(self.fs, "session_kwargs", None) or {})
         if self._tally is None:
             self._watch()
         check_bucket(root, self.fs.info, "bucket", "gs://BUCKET[/PREFIX]")

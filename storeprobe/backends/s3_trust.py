@@ -52,8 +52,8 @@ AZURE_CA_VARIABLES = ("SSL_CERT_FILE",)
 TLS_FIX = (
     "give the CA that signed the server's certificate with storage option "
     "client_kwargs={'verify': 'ca.pem'} (or AWS_CA_BUNDLE=ca.pem) for s3://, "
-    "SSL_CERT_FILE=ca.pem for Azure; or skip verification on s3:// with "
-    "client_kwargs={'verify': False}"
+    "SSL_CERT_FILE=ca.pem for Azure and gs:// (set before the process starts); or skip "
+    "verification on s3:// with client_kwargs={'verify': False}"
 )
 
 

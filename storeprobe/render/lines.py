@@ -57,8 +57,9 @@ def result_line(result: ResultLike, unit: str = "workload") -> str:
     concrete = _unit_of(result, unit)
     best, median = _headline(result, concrete)
     text = (
-        f"{head}: {significant(best)} {concrete} best of {len(result.samples)} (median "
-        f"{significant(median)} {concrete}, {result.best_seconds:.3f} s)"
+        f"{head}: {significant(best)} {concrete} best of {len(result.samples)}"
+        f"{_warmed(result)} (median {significant(median)} {concrete}, "
+        f"{result.best_seconds:.3f} s)"
     )
     if result.errors:
         text += f", {_plural(len(result.errors), 'failed repeat')}"
@@ -69,6 +70,12 @@ def result_line(result: ResultLike, unit: str = "workload") -> str:
         codes = ", ".join(dict.fromkeys(notice.code.value for notice in result.warnings))
         text += f"; {_plural(len(result.warnings), 'warning')}: {codes}"
     return text
+
+
+def _warmed(result: ResultLike) -> str:
+    """`` after 1 warm-up``: the warm-up repeats that ran (none: empty)."""
+    count = len(result.warmup_samples)
+    return f" after {_plural(count, 'warm-up')}" if count else ""
 
 
 def _step_line(result: ResultLike, step: Step) -> str:
@@ -135,6 +142,7 @@ def result_html(result: ResultLike, unit: str = "workload") -> str:
         ("best", best),
         ("median", median),
         ("repeats ok", f"{len(result.samples)} of {len(result.samples) + len(result.errors)}"),
+        *((("warm-up repeats", str(len(result.warmup_samples))),) if result.warmup_samples else ()),
         ("strategy", result.strategy),
         *(("error", str(notice)) for notice in result.errors),
         *(("warning", str(notice)) for notice in result.warnings),

@@ -31,7 +31,8 @@ from storeprobe.units import MiB, significant
 # -- tables of results -------------------------------------------------------------------------
 def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Table:
     """One row per Result: (target,) (environment,) probe, workload, unit, streams, best,
-    median, ok/repeats (, busy).
+    median, ok/repeats (``3/3 +1 warm-up``: after one warm-up repeat, counted in no
+    figure) (, busy).
 
     The target column appears when the results come from more than one target, the
     environment column when they come from more than one environment, the busy column
@@ -70,7 +71,11 @@ def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Tabl
                 Cell(text=concrete),
                 Cell(text=streams, value=float(result.streams)),
                 *figures,
-                Cell(text=f"{len(result.samples)}/{repeats}", value=float(len(result.samples))),
+                Cell(
+                    text=f"{len(result.samples)}/{repeats}"
+                    + (f" +{len(result.warmup_samples)} warm-up" if result.warmup_samples else ""),
+                    value=float(len(result.samples)),
+                ),
                 *([_busy_cell(share)] if show_busy else []),
             ]
         )
