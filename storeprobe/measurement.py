@@ -37,7 +37,6 @@ checks :mod:`storeprobe.verification`.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import warnings
@@ -52,15 +51,12 @@ from storeprobe.backends.attempts import Attempts
 from storeprobe.backends.base import Landing
 from storeprobe.errors import StoreProbeWarning
 from storeprobe.execution import (
-    Leftover,
     bounded,
     cleanup_notice,
-    delete_names,
     execute,
     open_run,
-    remove_folders,
 )
-from storeprobe.jobs import ABSENT, Wrapper, land_ranges, release_parts, settling
+from storeprobe.jobs import Wrapper, land_ranges, release_parts, settling
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import (
     Layout,
@@ -70,6 +66,7 @@ from storeprobe.planning import (
     head_plan,
     upload_plan,
 )
+from storeprobe.repeats import Housekeeping, Turn, retried_notice, run_repeats
 from storeprobe.request import Body, Kind
 from storeprobe.result import Result, Sample
 from storeprobe.sampling import sample_of
@@ -80,7 +77,7 @@ from storeprobe.target import Target
 from storeprobe.timeline import stall_notice
 from storeprobe.transfer import Clock, Run
 from storeprobe.verification import (
-    VerificationError,
+    ShortTransferError,
     check_memory,
     check_sizes,
     prefaulted,
@@ -153,8 +150,9 @@ class Measurement:
             Staging.check_room(workload.largest)  # before anything is written
         environment, prefix = open_run(target, self.settings.label, self.settings.timeout)
 
+        house = Housekeeping(target=target, settings=self.settings, clock=self.clock)
         written: list[str] = []
-        writer = self._writer(prefix, written)
+        writer = house.writer(prefix, written)
         notices: list[Notice] = list(layout.notices)
         if target.client_notice is not None:
             notices.append(target.client_notice)
@@ -174,55 +172,36 @@ class Measurement:
         for notice in layout.notices:
             if notice.code is Code.CANNOT_SPLIT:
                 warnings.warn(str(notice), StoreProbeWarning, stacklevel=_caller_level())
-        deleted: set[str] = set()
-        samples: list[Sample] = []
-        warmups: list[Sample] = []
-        errors: list[Notice] = []
         reader: Backend | None = None
-        warmup = self.settings.warmup
-        try:
-            for turn in range(warmup + self.settings.repeats):
-                # warm-up repeats first (w0, w1, ...), then the measured ones (r0, r1, ...):
-                # the same steps and windows, their samples kept apart; a measured repeat's
-                # bytes are those it has without warm-up (seed + repeat)
-                warming = turn < warmup
-                repeat = turn - warmup
-                label = f"w{turn}" if warming else f"r{repeat}"
-                seed = self.settings.repeats + turn if warming else repeat
-                names = [f"{prefix}/{label}-{index:07d}" for index in range(workload.count)]
-                content = workload.with_payload_seed(((workload.seed or 0) + seed) % 2**63)
-                written.extend(names)
-                into = warmups if warming else samples
-                gated = None if warming else repeat  # a coordinator holds measured windows
-                try:
-                    if writer is not backend:
-                        self._check_absent(writer, names)
-                    if self.operation == "upload":
-                        into.append(self._upload(writer, layout, content, names, gated))
-                    else:
-                        assert setup is not None
-                        self._setup(writer, setup, content, names)
-                        if reader is None:
-                            reader = self._reader(layout, names[0])
-                            if reader is not backend:
-                                strategy += " (ranges read with s3fs)"
-                                notices.append(_RANGES_VIA_S3FS)
-                        into.append(self._download(layout, content, names, reader, gated))
-                except Exception as exc:
-                    if warming:
-                        errors.append(self._error(exc, None, f"warm-up repeat {turn + 1}: "))
-                    else:
-                        errors.append(self._error(exc, repeat + 1))
-                        if self.gate is not None:
-                            self.gate.abandon(repeat)
-                finally:
-                    remaining = {left.name for left in self._delete(names)}
-                    deleted.update(name for name in names if name not in remaining)
-        finally:
-            leftovers = self._delete([name for name in written if name not in deleted])
-            leftovers += remove_folders(target, [prefix])
+
+        def names_of(turn: Turn) -> list[str]:
+            return [f"{prefix}/{turn.label}-{index:07d}" for index in range(workload.count)]
+
+        def step(turn: Turn, names: list[str]) -> Sample:
+            nonlocal reader, strategy
+            # a measured repeat's bytes are those it has without warm-ups (seed + repeat)
+            content = workload.with_payload_seed(((workload.seed or 0) + turn.seed_offset) % 2**63)
+            if writer is not backend:
+                house.check_absent(writer, names)
+            if self.operation == "upload":
+                return self._upload(writer, layout, content, names, turn.repeat)
+            assert setup is not None
+            self._setup(writer, setup, content, names)
+            if reader is None:
+                reader = self._reader(layout, names[0])
+                if reader is not backend:
+                    strategy += " (ranges read with s3fs)"
+                    notices.append(_RANGES_VIA_S3FS)
+            return self._download(layout, content, names, reader, turn.repeat)
+
+        def failed(turn: Turn) -> None:
+            if self.gate is not None and turn.repeat is not None:
+                self.gate.abandon(turn.repeat)
+
+        repeated = run_repeats(house, prefix, written, names_of, step, failed=failed)
+        samples = repeated.samples
         notices.extend(self._judge(samples))
-        if (cleanup := cleanup_notice(prefix, leftovers)) is not None:
+        if (cleanup := cleanup_notice(prefix, list(repeated.leftovers))) is not None:
             notices.append(cleanup)
         return Result(
             operation=self.operation,
@@ -233,11 +212,11 @@ class Measurement:
             streams=self.settings.streams,
             effective_streams=layout.effective_streams,
             strategy=strategy,
-            samples=tuple(samples),
-            errors=tuple(errors),
+            samples=samples,
+            errors=repeated.errors,
             warnings=tuple(notices),
             environment=environment,
-            warmup_samples=tuple(warmups),
+            warmup_samples=repeated.warmups,
         )
 
     def _judge(self, samples: Sequence[Sample]) -> list[Notice]:
@@ -259,37 +238,9 @@ class Measurement:
                 stall = stall_notice(sample.timeline(), repeat=number if len(samples) > 1 else None)
                 if stall is not None:
                     found.append(stall)
-        retried = sum(sample.retries or 0 for sample in samples)
-        pushed = sum(sample.pushed_back or 0 for sample in samples)
-        answers = sum(sample.responses or 0 for sample in samples)
-        if retried:
-            busy = (
-                f"; the server pushed back {pushed} of {answers} answer(s) (503 or 429: "
-                f"{pushed / answers:.1%} busy)"
-                if pushed and answers
-                else ""
-            )
-            found.append(
-                Notice(
-                    code=Code.RETRIED,
-                    message=f"the client retried {retried} failed request(s) inside the timed "
-                    f"windows{busy}: the figures include the failures and retry delays",
-                    fix="check the storage's health or rate limits and run again",
-                )
-            )
+        if (retried := retried_notice(samples)) is not None:
+            found.append(retried)
         return found
-
-    def _error(self, exc: BaseException, repeat: int | None, where: str = "") -> Notice:
-        text = self.target.describe_error(exc)
-        if isinstance(exc, VerificationError):
-            code = Code.VERIFICATION_FAILED
-        elif isinstance(exc, _ShortTransferError):
-            code = Code.SHORT_TRANSFER
-        elif isinstance(exc, TimeoutError | asyncio.TimeoutError):
-            code = Code.TIMEOUT
-        else:
-            code = Code.REQUEST_FAILED
-        return Notice(code=code, message=where + text, repeat=repeat)
 
     # -- one repeat ------------------------------------------------------------------------
     @staticmethod
@@ -309,28 +260,6 @@ class Measurement:
             else:
                 bodies.append(backend.staged_body(staging, part))
         return bodies
-
-    def _writer(self, prefix: str, written: list[str]) -> Backend:
-        """The backend that writes, decided once: conditional writes checked (untimed)."""
-        backend = self.target.backend
-        if not backend.capabilities.checks_conditional_writes:
-            return backend
-        probe_key = f"{prefix}/conditional-write-check"
-        written.append(probe_key)
-        found: list[object] = []
-        try:
-            bounded(lambda: found.append(backend.writer(probe_key)), self.settings.timeout)
-        except Exception:
-            # the check is advisory: a storage failing it for another reason fails the
-            # measured writes too, where the error is recorded per repeat and cleaned up
-            return backend
-        writer = found[0]
-        assert isinstance(writer, AsyncBackend | SyncBackend)
-        return writer
-
-    def _check_absent(self, writer: Backend, names: list[str]) -> None:
-        """Untimed: HEAD every name and fail if one exists (writes are unconditional)."""
-        self._execute(writer, head_plan(names), wrap=ABSENT)
 
     def _upload(
         self,
@@ -449,7 +378,7 @@ class Measurement:
     def _check_moved(self, run: Run, workload: Workload) -> None:
         moved = int(run.timings.nbytes.sum())
         if moved != workload.total_bytes:
-            raise _ShortTransferError(
+            raise ShortTransferError(
                 f"moved {moved} bytes where the workload has {workload.total_bytes}"
             )
 
@@ -483,16 +412,6 @@ class Measurement:
             total=self.workload.total_bytes,
         )
 
-    def _delete(self, names: Sequence[str]) -> list[Leftover]:
-        """Delete ``names`` (untimed); return those that remain (see :func:`delete_names`)."""
-        return delete_names(
-            self.target,
-            names,
-            streams=self.settings.prep_streams,
-            clock=self.clock,
-            timeout=self.settings.timeout,
-        )
-
 
 _NO_CONDITIONAL_WRITE = Notice(
     code=Code.NO_CONDITIONAL_WRITE,
@@ -509,10 +428,6 @@ _RANGES_VIA_S3FS = Notice(
     "obstore refuses: the byte ranges were read with s3fs",
     fix="compare split downloads from this server as s3fs figures",
 )
-
-
-class _ShortTransferError(OSError):
-    """The window moved another number of bytes than the workload has."""
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep

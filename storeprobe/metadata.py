@@ -20,12 +20,13 @@ then each of ``repeats`` measured ones, a :class:`MetadataMeasurement`
 3. deletes whatever the repeat wrote and is still there (untimed, ``prep_streams`` at
    once), and the repeat prefix.
 
-All of it lives under a fresh run prefix; a ``finally`` deletes every name recorded, then
-lists the run prefix and deletes whatever is still listed under it
-(:func:`~storeprobe.execution.clear_prefix`: the prefix is the probe's own), and removes the
-prefix; anything that remains is a ``cleanup-incomplete`` notice. The writer check,
-absence check and error classification are those of
-:class:`~storeprobe.measurement.Measurement`. Each repeat's first object is written alone
+All of it lives under a fresh run prefix. The repeats, their cleanup, the writer check,
+absence check and error classification are those every probe shares
+(:func:`~storeprobe.repeats.run_repeats`, :class:`~storeprobe.repeats.Housekeeping`): at
+the end every name recorded is deleted, the run prefix is listed and whatever is still
+listed under it deleted (:func:`~storeprobe.execution.clear_prefix`: the prefix is the
+probe's own), and the folders are removed; anything that remains is a
+``cleanup-incomplete`` notice. Each repeat's first object is written alone
 before the others (see :meth:`MetadataMeasurement._write`).
 
 The figure is **operations per second** (:func:`ops_per_s`): objects ÷ window, that is
@@ -54,15 +55,14 @@ from storeprobe.errors import ConfigurationError
 from storeprobe.execution import (
     bounded,
     cleanup_notice,
-    clear_prefix,
     execute,
     open_run,
-    remove_folders,
 )
-from storeprobe.measurement import Measurement, _delta
+from storeprobe.measurement import _delta
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import Plan, delete_plan, head_plan
 from storeprobe.render import OPS_UNIT, PER_OPERATION, median_ops_per_s, ops_per_s
+from storeprobe.repeats import Housekeeping, Turn, retried_notice, run_repeats
 from storeprobe.request import Kind, Part, Request
 from storeprobe.result import Result, Sample
 from storeprobe.sampling import sample_of
@@ -158,17 +158,6 @@ class MetadataMeasurement:
         name = f"{self.count} × {format_size(self.size)}"
         return Workload(count=self.count, size=max(self.size, 1), seed=seed, name=name)
 
-    def _helper(self) -> Measurement:
-        """A measurement of the same target, for the untimed steps both kinds share."""
-        return Measurement(
-            target=self.target,
-            operation="upload",
-            workload=self.workload,
-            settings=self.settings.evolve(verify=False, part_size=None, stage_above=GiB),
-            clock=self.clock,
-            callback=None,
-        )
-
     @property
     def effective_streams(self) -> int:
         """Requests in flight at most: a listing's pages follow one another."""
@@ -180,54 +169,38 @@ class MetadataMeasurement:
         if self.size:
             check_memory(self.workload, self.count * self.size, "one repeat's objects")
         environment, prefix = open_run(target, self.settings.label, self.settings.timeout)
-        helper = self._helper()
+        house = Housekeeping(target=target, settings=self.settings, clock=self.clock)
         written: list[str] = []
-        writer = helper._writer(prefix, written)
+        writer = house.writer(prefix, written)
         notices = self._notices(writer is not backend)
-        gone: set[str] = set()
+        in_window: set[str] = set()  # the names a DELETE window deleted
         made: list[str] = []
-        samples: list[Sample] = []
-        warmups: list[Sample] = []
-        errors: list[Notice] = []
-        warmup = self.settings.warmup
-        try:
-            for turn in range(warmup + self.settings.repeats):
-                # warm-up repeats (w0, ...) first, as the measured ones, their samples apart
-                warming = turn < warmup
-                repeat = turn - warmup
-                where = f"{prefix}/w{turn}" if warming else f"{prefix}/r{repeat}"
-                names = [f"{where}/{index:07d}" for index in range(self.count)]
-                written.extend(names)
-                try:
-                    bounded(functools.partial(backend.make_prefix, where), self.settings.timeout)
-                    made.append(where)
-                    if writer is not backend:
-                        helper._check_absent(writer, names)
-                    self._write(writer, names, self.settings.repeats + turn if warming else repeat)
-                    (warmups if warming else samples).append(self._timed(where, names, gone))
-                except Exception as exc:
-                    if warming:
-                        errors.append(helper._error(exc, None, f"warm-up repeat {turn + 1}: "))
-                    else:
-                        errors.append(helper._error(exc, repeat + 1))
-                finally:
-                    left = {
-                        entry.name
-                        for entry in helper._delete([name for name in names if name not in gone])
-                    }
-                    gone.update(name for name in names if name not in left)
-        finally:
-            leftovers = clear_prefix(
-                target,
-                prefix,
-                helper._delete([name for name in written if name not in gone]),
-                streams=self.settings.prep_streams,
-                clock=self.clock,
-                timeout=self.settings.timeout,
-            )
-            leftovers += remove_folders(target, [*made, prefix])
-        notices.extend(self._judge(samples, helper))
-        if (cleanup := cleanup_notice(prefix, leftovers)) is not None:
+
+        def names_of(turn: Turn) -> list[str]:
+            return [f"{prefix}/{turn.label}/{index:07d}" for index in range(self.count)]
+
+        def step(turn: Turn, names: list[str]) -> Sample:
+            where = f"{prefix}/{turn.label}"
+            bounded(functools.partial(backend.make_prefix, where), self.settings.timeout)
+            made.append(where)
+            if writer is not backend:
+                house.check_absent(writer, names)
+            self._write(writer, names, turn.seed_offset)
+            return self._timed(where, names, in_window)
+
+        repeated = run_repeats(
+            house,
+            prefix,
+            written,
+            names_of,
+            step,
+            deleted=lambda: in_window,
+            folders=lambda: made,
+            listing=True,
+        )
+        samples = repeated.samples
+        notices.extend(self._judge(samples))
+        if (cleanup := cleanup_notice(prefix, list(repeated.leftovers))) is not None:
             notices.append(cleanup)
         return Result(
             operation=self.operation,
@@ -238,11 +211,11 @@ class MetadataMeasurement:
             streams=self.settings.streams,
             effective_streams=self.effective_streams,
             strategy=self._strategy(),
-            samples=tuple(samples),
-            errors=tuple(errors),
+            samples=samples,
+            errors=repeated.errors,
             warnings=tuple(notices),
             environment=environment,
-            warmup_samples=tuple(warmups),
+            warmup_samples=repeated.warmups,
         )
 
     # -- one repeat --------------------------------------------------------------------
@@ -346,7 +319,7 @@ class MetadataMeasurement:
             )
         return found
 
-    def _judge(self, samples: Sequence[Sample], helper: Measurement) -> list[Notice]:
+    def _judge(self, samples: Sequence[Sample]) -> list[Notice]:
         """Stability notices from each repeat's operations per second (these samples
         move no bytes, so a measurement's byte rates would hide their variation); the
         retry notice is the measurement's own."""
@@ -361,4 +334,5 @@ class MetadataMeasurement:
             remote=self.target.protocol not in _LOCAL,
             warmup=self.settings.warmup,
         )
-        return found + [n for n in helper._judge(samples) if n.code is Code.RETRIED]
+        retried = retried_notice(samples)
+        return found if retried is None else [*found, retried]

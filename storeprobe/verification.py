@@ -19,6 +19,7 @@ from storeprobe.units import format_size
 from storeprobe.workload import Workload
 
 __all__ = [
+    "ShortTransferError",
     "VerificationError",
     "available_memory",
     "check_memory",
@@ -31,6 +32,10 @@ __all__ = [
 
 class VerificationError(OSError):
     """What was read back differs from what was written (bytes, length or size)."""
+
+
+class ShortTransferError(OSError):
+    """A timed window moved another number of bytes than its workload has."""
 
 
 def prefaulted(size: int) -> bytearray:

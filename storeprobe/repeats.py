@@ -1,0 +1,241 @@
+"""The repeat loop every probe shares, and the untimed steps around its windows.
+
+A probe call runs ``warmup`` warm-up turns, then ``repeats`` measured ones (a
+:class:`Turn` each). :func:`run_repeats` gives each turn its own names (recorded as
+written before anything is sent), runs the probe's own step for it (a
+:class:`~storeprobe.measurement.Measurement`'s upload or download, a
+:class:`~storeprobe.metadata.MetadataMeasurement`'s HEAD, LIST or DELETE window), keeps a
+failure as an error :class:`~storeprobe.notices.Notice` of that turn, and deletes the
+turn's names as it ends, whatever happened. When every turn is done it deletes whatever
+is still recorded, lists the run prefix and deletes what the listing shows (the prefix is
+the run's own), and removes the run's folders: what cannot be removed comes back as typed
+:class:`~storeprobe.execution.Leftover`\\ s.
+
+:class:`Housekeeping` is the untimed work both probes do the same way: choosing the
+writer (a storage refusing conditional writes gets HEAD-checked names instead), checking
+names absent, deleting with ``prep_streams`` in flight, and naming a failure's code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+from attrs import frozen
+
+from storeprobe.backends import AsyncBackend, SyncBackend
+from storeprobe.execution import (
+    Leftover,
+    bounded,
+    clear_prefix,
+    delete_names,
+    execute,
+    remove_folders,
+)
+from storeprobe.jobs import ABSENT
+from storeprobe.notices import Code, Notice
+from storeprobe.planning import head_plan
+from storeprobe.result import Sample
+from storeprobe.settings import Settings
+from storeprobe.target import Target
+from storeprobe.transfer import Clock
+from storeprobe.verification import ShortTransferError, VerificationError
+
+__all__ = ["Housekeeping", "Repeated", "Turn", "retried_notice", "run_repeats", "turns"]
+
+Backend = AsyncBackend | SyncBackend
+
+
+@frozen(kw_only=True)
+class Turn:
+    """One pass of a probe call: a warm-up (``repeat`` None) or measured repeat ``repeat``."""
+
+    #: 0-based over the warm-ups, then the measured repeats
+    number: int
+    #: the measured repeat, 0-based (None: a warm-up)
+    repeat: int | None
+    #: measured repeats of the call (a warm-up's content seed comes after theirs)
+    repeats: int
+
+    @property
+    def warming(self) -> bool:
+        return self.repeat is None
+
+    @property
+    def label(self) -> str:
+        """``w0``, ``w1``, ... for warm-ups, ``r0``, ``r1``, ... for measured repeats."""
+        return f"w{self.number}" if self.repeat is None else f"r{self.repeat}"
+
+    @property
+    def seed_offset(self) -> int:
+        """Added to the workload's seed for this turn's bytes: a measured repeat's are those
+        it has without warm-ups (``repeat``); a warm-up's come after every measured one."""
+        return self.repeats + self.number if self.repeat is None else self.repeat
+
+
+def turns(settings: Settings) -> tuple[Turn, ...]:
+    """The warm-ups, then the measured repeats, of ``settings``."""
+    warmup, repeats = settings.warmup, settings.repeats
+    return tuple(
+        Turn(number=number, repeat=None if number < warmup else number - warmup, repeats=repeats)
+        for number in range(warmup + repeats)
+    )
+
+
+@frozen(kw_only=True)
+class Repeated:
+    """What the loop of one probe call gave: samples, warm-up samples, errors, leftovers."""
+
+    samples: tuple[Sample, ...]
+    warmups: tuple[Sample, ...]
+    errors: tuple[Notice, ...]
+    leftovers: tuple[Leftover, ...]
+
+
+@frozen(kw_only=True)
+class Housekeeping:
+    """The untimed steps around a probe's windows, the same for every probe."""
+
+    target: Target
+    settings: Settings
+    clock: Clock
+
+    def writer(self, prefix: str, written: list[str]) -> Backend:
+        """The backend that writes, decided once: conditional writes checked (untimed)."""
+        backend = self.target.backend
+        if not backend.capabilities.checks_conditional_writes:
+            return backend
+        probe_key = f"{prefix}/conditional-write-check"
+        written.append(probe_key)
+        found: list[object] = []
+        try:
+            bounded(lambda: found.append(backend.writer(probe_key)), self.settings.timeout)
+        except Exception:
+            # the check is advisory: a storage failing it for another reason fails the
+            # measured writes too, where the error is recorded per repeat and cleaned up
+            return backend
+        writer = found[0]
+        assert isinstance(writer, AsyncBackend | SyncBackend)
+        return writer
+
+    def check_absent(self, writer: Backend, names: Sequence[str]) -> None:
+        """Untimed: HEAD every name and fail if one exists (writes are unconditional)."""
+        execute(
+            writer,
+            head_plan(names),
+            streams=self.settings.prep_streams,
+            clock=self.clock,
+            timeout=self.settings.timeout,
+            wrap=ABSENT,
+        )
+
+    def delete(self, names: Sequence[str]) -> list[Leftover]:
+        """Delete ``names`` (untimed); return those that remain (see :func:`delete_names`)."""
+        return delete_names(
+            self.target,
+            names,
+            streams=self.settings.prep_streams,
+            clock=self.clock,
+            timeout=self.settings.timeout,
+        )
+
+    def error(self, exc: BaseException, turn: Turn) -> Notice:
+        """The error notice of a failed turn: its code from the exception's kind, its
+        message scrubbed of secrets (a warm-up's says so; its ``repeat`` is None)."""
+        text = self.target.describe_error(exc)
+        if isinstance(exc, VerificationError):
+            code = Code.VERIFICATION_FAILED
+        elif isinstance(exc, ShortTransferError):
+            code = Code.SHORT_TRANSFER
+        elif isinstance(exc, TimeoutError | asyncio.TimeoutError):
+            code = Code.TIMEOUT
+        else:
+            code = Code.REQUEST_FAILED
+        if turn.repeat is None:
+            return Notice(code=code, message=f"warm-up repeat {turn.number + 1}: {text}")
+        return Notice(code=code, message=text, repeat=turn.repeat + 1)
+
+
+def run_repeats(
+    house: Housekeeping,
+    prefix: str,
+    written: list[str],
+    names_of: Callable[[Turn], list[str]],
+    step: Callable[[Turn, list[str]], Sample],
+    *,
+    deleted: Callable[[], set[str]] | None = None,
+    failed: Callable[[Turn], None] | None = None,
+    folders: Callable[[], Sequence[str]] = tuple,
+    listing: bool = False,
+) -> Repeated:
+    """Every turn of ``house.settings``, then the cleanup (see the module docstring).
+
+    ``written`` holds the names already written (a conditional-write check's) and gets
+    each turn's; ``step`` runs one turn on its names and returns its sample; ``deleted``
+    names what the steps deleted themselves (a DELETE probe's window); ``failed`` is told
+    of a turn that raised; ``folders`` are removed, in order, before the run prefix;
+    ``listing`` lists the run prefix for what the deletes missed.
+    """
+    samples: list[Sample] = []
+    warmups: list[Sample] = []
+    errors: list[Notice] = []
+    gone: set[str] = set()
+
+    def not_gone(names: Sequence[str]) -> list[str]:
+        done = gone | (deleted() if deleted is not None else set())
+        return [name for name in names if name not in done]
+
+    try:
+        for turn in turns(house.settings):
+            names = names_of(turn)
+            written.extend(names)
+            try:
+                (warmups if turn.warming else samples).append(step(turn, names))
+            except Exception as exc:
+                errors.append(house.error(exc, turn))
+                if failed is not None:
+                    failed(turn)
+            finally:
+                remaining = {left.name for left in house.delete(not_gone(names))}
+                gone.update(name for name in names if name not in remaining)
+    finally:
+        left = house.delete(not_gone(written))
+        if listing:
+            settings = house.settings
+            left = clear_prefix(
+                house.target,
+                prefix,
+                left,
+                streams=settings.prep_streams,
+                clock=house.clock,
+                timeout=settings.timeout,
+            )
+        left += remove_folders(house.target, [*folders(), prefix])
+    return Repeated(
+        samples=tuple(samples),
+        warmups=tuple(warmups),
+        errors=tuple(errors),
+        leftovers=tuple(left),
+    )
+
+
+def retried_notice(samples: Sequence[Sample]) -> Notice | None:
+    """The ``retried`` warning when the client retried inside the windows (None: it did
+    not), with the share of answers the server pushed back where the client counts them."""
+    retried = sum(sample.retries or 0 for sample in samples)
+    if not retried:
+        return None
+    pushed = sum(sample.pushed_back or 0 for sample in samples)
+    answers = sum(sample.responses or 0 for sample in samples)
+    busy = (
+        f"; the server pushed back {pushed} of {answers} answer(s) (503 or 429: "
+        f"{pushed / answers:.1%} busy)"
+        if pushed and answers
+        else ""
+    )
+    return Notice(
+        code=Code.RETRIED,
+        message=f"the client retried {retried} failed request(s) inside the timed "
+        f"windows{busy}: the figures include the failures and retry delays",
+        fix="check the storage's health or rate limits and run again",
+    )
