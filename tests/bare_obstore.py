@@ -84,14 +84,25 @@ class BareObstore:
 
         return self.loop.run_until_complete(run())
 
+    def put_and_head(self, names: list[str], payloads: list[bytes]) -> None:
+        """Untimed: write ``payloads`` to ``names`` and ask for each once (HEAD)."""
+        store = self.store
+        puts = [
+            lambda n=n, b=b: store.put_async(n, b, use_multipart=False)
+            for n, b in zip(names, payloads, strict=True)
+        ]
+        self._gather(puts, _PREP)
+        self._gather([lambda n=n: store.head_async(n) for n in names], _PREP)
+
+    def delete(self, names: list[str]) -> None:
+        """Untimed: delete ``names``."""
+        self._gather([lambda n=n: self.store.delete_async(n) for n in names], _PREP)
+
     def window(self, operation: Operation, payloads: list[bytes], streams: int = 1) -> Window:
         """Upload ``payloads`` to fresh names, or download them after an untimed upload,
         ``streams`` requests at once; the timed window and each request's latency."""
         store = self.store
         names = [f"bare-obstore-{uuid.uuid4().hex}/{i:07d}" for i in range(len(payloads))]
-
-        def put(name: str, body: bytes) -> Any:
-            return lambda: store.put_async(name, body, mode="create", use_multipart=False)
 
         async def get_one(name: str) -> None:
             response = await store.get_async(name)
@@ -99,15 +110,17 @@ class BareObstore:
 
         try:
             if operation == "download":
-                self._gather([put(n, b) for n, b in zip(names, payloads, strict=True)], _PREP)
-                self._gather([lambda n=n: store.head_async(n) for n in names], _PREP)
+                self.put_and_head(names, payloads)
                 calls = [lambda n=n: get_one(n) for n in names]
             else:
                 self._gather([lambda: store.list_with_delimiter_async(None)], 1)
-                calls = [put(n, b) for n, b in zip(names, payloads, strict=True)]
+                calls = [
+                    lambda n=n, b=b: store.put_async(n, b, mode="create", use_multipart=False)
+                    for n, b in zip(names, payloads, strict=True)
+                ]
             spans = self._gather(calls, streams)
         finally:
-            self._gather([lambda n=n: store.delete_async(n) for n in names], _PREP)
+            self.delete(names)
         # as storeprobe's: from the first request's start to the last one's end
         seconds = max(end for _, end in spans) - min(start for start, _ in spans)
         return Window(seconds=seconds, latencies=tuple(end - start for start, end in spans))
