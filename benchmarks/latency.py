@@ -25,8 +25,9 @@ Before its first timed run at a stream count, storeprobe and the bare loop each 
 in every run. Every client's objects of a download are uploaded and asked for once (HEAD) before its
 timed run (rclone serve s3 hashes an object on its first access). The table gives
 each client's throughput (KiB/s; the best of ``--rounds``) and its ratio to the bare
-loop's. Client, proxy and servers share this machine's cores: the load average at the
-start and end is printed beside the table.
+loop's; a run that fails or hangs (``rclone copy`` is stopped after 120 s) is left out of
+its client's figure and counted in the table. Client, proxy and servers share this
+machine's cores: the load average at the start and end is printed beside the table.
 
     python benchmarks/latency.py [--rtt-ms 0 20 100] [--streams 1 8] [--rounds 1]
         [--count 256] [--count-far 64] [--json out.json]
@@ -60,6 +61,13 @@ Operation = Literal["upload", "download"]
 CLIENTS = ("storeprobe", "bare obstore", "rclone copy")
 #: from this round trip on (ms), the workload has ``--count-far`` objects
 FAR_MS = 100.0
+#: an ``rclone copy`` run taking longer is stopped and counted as failed (one was seen
+#: waiting in its S3 SDK's retry of a GET for minutes, over HTTPS at 100 ms)
+RCLONE_TIMEOUT_S = 120.0
+
+
+class ClientFailedError(RuntimeError):
+    """A client's run did not complete (the round is left out of its figure)."""
 
 
 def rclone_binary() -> str:
@@ -149,8 +157,16 @@ class Endpoint:
                     (local / f"{i:05d}").write_bytes(body)
                 argv = [binary, "copy", *flags, str(local), f"x:bench/{prefix}"]
             start = time.perf_counter()
-            subprocess.run(argv, env=env, check=True)
-            return time.perf_counter() - start
+            try:
+                done = subprocess.run(
+                    argv, env=env, capture_output=True, text=True, timeout=RCLONE_TIMEOUT_S
+                )
+            except subprocess.TimeoutExpired:
+                raise ClientFailedError(f"no answer within {RCLONE_TIMEOUT_S:g} s") from None
+            seconds = time.perf_counter() - start
+            if done.returncode != 0:
+                raise ClientFailedError(f"exit {done.returncode}: {done.stderr.strip()[-300:]}")
+            return seconds
         finally:
             trust = [f"--ca-cert={self.ca}"] if self.ca is not None else []
             subprocess.run(
@@ -181,22 +197,29 @@ def load() -> str:
 
 def run_case(
     endpoint: Endpoint, operation: Operation, workload: Workload, streams: int, rounds: int
-) -> dict[str, float]:
-    """Each client's best seconds over ``rounds`` (orders alternate round by round)."""
+) -> tuple[dict[str, float], dict[str, list[str]]]:
+    """Each client's best seconds over ``rounds`` (orders alternate round by round), and
+    the failures of the rounds left out."""
     payloads = [workload.payload_bytes(i) for i in range(workload.count)]
     endpoint.warm_up(streams)
     best: dict[str, float] = {}
+    failures: dict[str, list[str]] = {}
     for number in range(rounds):
         order = CLIENTS if number % 2 == 0 else CLIENTS[::-1]
         for client in order:
-            if client == "storeprobe":
-                seconds = endpoint.storeprobe(operation, workload, streams)
-            elif client == "bare obstore":
-                seconds = endpoint.bare_obstore(operation, payloads, streams)
-            else:
-                seconds = endpoint.rclone(operation, payloads, streams)
+            try:
+                if client == "storeprobe":
+                    seconds = endpoint.storeprobe(operation, workload, streams)
+                elif client == "bare obstore":
+                    seconds = endpoint.bare_obstore(operation, payloads, streams)
+                else:
+                    seconds = endpoint.rclone(operation, payloads, streams)
+            except ClientFailedError as exc:
+                failures.setdefault(client, []).append(str(exc))
+                print(f"  {client} failed: {exc}", file=sys.stderr, flush=True)
+                continue
             best[client] = min(seconds, best.get(client, seconds))
-    return best
+    return best, failures
 
 
 def main() -> None:
@@ -229,7 +252,7 @@ def main() -> None:
                         try:
                             for streams in args.streams:
                                 for operation in ("upload", "download"):
-                                    best = run_case(
+                                    best, failures = run_case(
                                         endpoint, operation, workload, streams, args.rounds
                                     )
                                     row = {
@@ -243,8 +266,11 @@ def main() -> None:
                                             c: workload.total_bytes / s / 1024
                                             for c, s in best.items()
                                         },
+                                        "failures": failures,
                                     }
                                     rows.append(row)
+                                    if args.json is not None:  # kept as the run goes
+                                        args.json.write_text(json.dumps(rows, indent=2) + "\n")
                                     print(
                                         f"  {scheme} {rtt:g} ms {streams} st {operation}: "
                                         + ", ".join(
@@ -268,15 +294,22 @@ def main() -> None:
     )
     print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     for row in rows:
-        rate = row["kib_per_s"]
-        bare = rate["bare obstore"]
+        rate, failures = row["kib_per_s"], row["failures"]
+        cells = []
+        for client in CLIENTS:
+            value = f"{rate[client]:.1f}" if client in rate else "failed"
+            if client in failures:
+                value += f" ({len(failures[client])} of {args.rounds} failed)"
+            cells.append(value)
+        bare = rate.get("bare obstore")
+        ratios = [
+            f"{rate[c] / bare:.3f}" if bare and c in rate else "n/a"
+            for c in ("storeprobe", "rclone copy")
+        ]
         print(
             f"| {row['scheme']} | {row['rtt_ms']:g} ms | {row['streams']} | {row['operation']} "
-            f"| {row['count']} | {rate['storeprobe']:.1f} | {bare:.1f} | {rate['rclone copy']:.1f} "
-            f"| {rate['storeprobe'] / bare:.3f} | {rate['rclone copy'] / bare:.3f} |"
+            f"| {row['count']} | " + " | ".join(cells + ratios) + " |"
         )
-    if args.json is not None:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
