@@ -5,7 +5,7 @@ certificate signed by a CA made for the run (:mod:`tests.tls`, as ``tests/test_t
 does), each reached directly (0 ms) or through a proxy that holds every byte for half the
 round trip in each direction (``tests/delay_proxy.py``: 20 ms and 100 ms of round trip).
 For each scheme, round trip and stream count (1 and 8), the small-object upload and
-download (256 × 16 KiB; 64 × 16 KiB at 100 ms, where 256 at one stream would take 26 s a
+download (128 × 16 KiB; 32 × 16 KiB at 100 ms, where 128 at one stream would take 13 s a
 window per client) are timed by three clients, in alternating order each round:
 
 - storeprobe's default S3 path (``Probe.from_url``: obstore, create-only PUTs), one
@@ -29,8 +29,8 @@ loop's; a run that fails or hangs (``rclone copy`` is stopped after 120 s) is le
 its client's figure and counted in the table. Client, proxy and servers share this
 machine's cores: the load average at the start and end is printed beside the table.
 
-    python benchmarks/latency.py [--rtt-ms 0 20 100] [--streams 1 8] [--rounds 1]
-        [--count 256] [--count-far 64] [--json out.json]
+    python benchmarks/latency.py [--rtt-ms 0 20 100] [--streams 1 8] [--rounds 3]
+        [--count 128] [--count-far 32] [--json out.json]
 """
 
 from __future__ import annotations
@@ -226,9 +226,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rtt-ms", type=float, nargs="+", default=[0.0, 20.0, 100.0])
     parser.add_argument("--streams", type=int, nargs="+", default=[1, 8])
-    parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--count", type=int, default=256, help="objects below 100 ms")
-    parser.add_argument("--count-far", type=int, default=64, help="objects from 100 ms on")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--count", type=int, default=128, help="objects below 100 ms")
+    parser.add_argument("--count-far", type=int, default=32, help="objects from 100 ms on")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     rows: list[dict[str, Any]] = []
