@@ -45,7 +45,7 @@ class BareObstore:
     def __init__(self, endpoint: str, *, ca: Path | None = None, bucket: str = "bench") -> None:
         from obstore.store import S3Store
 
-        options: dict[str, Any] = {}
+        options: Any = {}  # obstore's ClientConfig, a TypedDict
         if endpoint.startswith("http://"):
             options["allow_http"] = True
         if ca is not None:
@@ -108,6 +108,7 @@ class BareObstore:
             response = await store.get_async(name)
             await response.bytes_async()
 
+        calls: list[Any]
         try:
             if operation == "download":
                 self.put_and_head(names, payloads)
