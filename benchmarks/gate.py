@@ -46,6 +46,7 @@ time (``--storages local``, ``--storages s3``), on a machine shared with other j
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -88,6 +89,7 @@ class Tally:
         self.gate: dict[tuple[str, str], list[bool]] = defaultdict(list)
         self.old: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
         self.spreads: dict[tuple[str, str], list[float]] = defaultdict(list)
+        self.loads: dict[str, list[float]] = defaultdict(list)  # 1-minute load, each step
 
     def add(
         self, storage: str, case: str, history: list[Run], news: list[Run], threshold: float
@@ -128,27 +130,32 @@ def series(
         tally.add(storage, "A/A", history[-args.history :], [new], args.threshold)
         history.append(new)
         a_runs.append(new)
-        w = args.interleaved
-        if w and len(a_runs) >= 2 * w:  # alternate A runs: the even ones against the odd
-            window = a_runs[-2 * w :]
-            tally.add(
-                storage, f"A/A, {w}+{w} interleaved", window[0::2], window[1::2], args.threshold
-            )
+        for w in args.interleaved:  # alternate A runs of the last 2w: the even against the odd
+            if len(a_runs) >= 2 * w:
+                window = a_runs[-2 * w :]
+                tally.add(
+                    storage, f"A/A, {w}+{w} interleaved", window[0::2], window[1::2], args.threshold
+                )
         for case, probes in b_probes.items():
             slow = run_once(probes, workload)
             b_runs[case].append(slow)
             tally.add(storage, case, history[-args.history - 1 : -1], [slow], args.threshold)
-            if w and len(b_runs[case]) >= w:  # the last w A runs, each followed by a B run
-                tally.add(
-                    storage,
-                    f"{case}, {w}+{w} interleaved",
-                    a_runs[-w:],
-                    b_runs[case][-w:],
-                    args.threshold,
-                )
+            for w in args.interleaved:  # the last w A runs, each followed by a B run
+                if len(b_runs[case]) >= w:
+                    tally.add(
+                        storage,
+                        f"{case}, {w}+{w} interleaved",
+                        a_runs[-w:],
+                        b_runs[case][-w:],
+                        args.threshold,
+                    )
+        load = os.getloadavg()[0]
+        tally.loads[storage].append(load)
         print(
-            f"  {storage}: pair {pair + 1}/{args.pairs} ({time.monotonic() - started:.0f} s)",
+            f"  {storage}: pair {pair + 1}/{args.pairs} ({time.monotonic() - started:.0f} s, "
+            f"load average {load:.2f})",
             file=sys.stderr,
+            flush=True,
         )
     for case, runs in b_runs.items():
         for operation in OPERATIONS:
@@ -159,9 +166,14 @@ def rate(values: list[bool]) -> str:
     return f"{sum(values)}/{len(values)} = {sum(values) / len(values):.0%}" if values else "-"
 
 
-def report(tally: Tally, realized: dict[tuple[str, str, str], tuple[float, float]]) -> str:
+def report(
+    tally: Tally,
+    realized: dict[tuple[str, str, str], tuple[float, float]],
+    calibration: dict[tuple[str, str], list[tuple[float, float]]],
+) -> str:
     lines = [
-        "| storage | case | realized slowdown (upload, download) | gate failed (any probe) "
+        "| storage | case | calibrated, realized slowdown (upload, download) "
+        "| gate failed (any probe) "
         "| upload: slower / inconclusive / not slower | download: slower / inconclusive / "
         "not slower | old rule, regressed (upload, download) |",
         "|---|---|---|---|---|---|---|",
@@ -178,8 +190,9 @@ def report(tally: Tally, realized: dict[tuple[str, str, str], tuple[float, float
         if not case.startswith("A/A"):
             plain = case.split(",")[0]
             shown = ", ".join(
-                f"{1 - new / base:.1%}"
-                for base, new in (realized[storage, plain, op] for op in OPERATIONS)
+                (f"{calibration[plain, op][-1][1]:.1%} → " if (plain, op) in calibration else "")
+                + f"{1 - new / base:.1%}"
+                for op, (base, new) in ((op, realized[storage, plain, op]) for op in OPERATIONS)
             )
         old = ", ".join(rate(tally.old[storage, case, op]) for op in OPERATIONS)
         lines.append(
@@ -193,12 +206,67 @@ def report(tally: Tally, realized: dict[tuple[str, str, str], tuple[float, float
             f"{statistics.median(spreads):.1%}, range {min(spreads):.1%}–{max(spreads):.1%} "
             f"over {len(spreads)} comparisons"
         )
+    for storage, loads in tally.loads.items():
+        lines.append(
+            f"{storage}: 1-minute load average at the {len(loads)} steps: median "
+            f"{statistics.median(loads):.2f}, range {min(loads):.2f}–{max(loads):.2f}"
+        )
     return "\n".join(lines)
 
 
-def per_object_seconds(probes: dict[str, Probe], workload: Workload, runs: int) -> dict[str, float]:
-    found = [run_once(probes, workload) for _ in range(runs)]
-    return {op: workload.total_bytes / level(found, op) / workload.count for op in OPERATIONS}
+def op_level(probe: Probe, operation: str, workload: Workload) -> float:
+    """One run of one probe: the median of its repeats' figures, in B/s."""
+    result = probe.measure(operation, workload)  # type: ignore[arg-type]
+    if not result.samples:
+        raise RuntimeError(f"{operation}: every repeat failed: {result.errors}")
+    return statistics.median(repeat_figures(result))
+
+
+def measured_slowdown(
+    a: Probe, b: Probe, operation: str, workload: Workload, runs: int
+) -> tuple[float, float]:
+    """1 − B's level ÷ A's over ``runs`` alternating runs each, and A's per-object seconds."""
+    a_levels, b_levels = [], []
+    for _ in range(runs):
+        a_levels.append(op_level(a, operation, workload))
+        b_levels.append(op_level(b, operation, workload))
+    a_level = statistics.median(a_levels)
+    return 1 - statistics.median(
+        b_levels
+    ) / a_level, workload.total_bytes / a_level / workload.count
+
+
+def calibrate(
+    a: Probe,
+    b: Probe,
+    proxy: DelayProxy,
+    base_delay: float,
+    x: float,
+    operation: str,
+    workload: Workload,
+    args: argparse.Namespace,
+) -> list[tuple[float, float]]:
+    """Set B's proxy delay so that B realizes a slowdown of ``x`` within ``--tolerance``.
+
+    A feedback loop: measure A and B alternately (``--calibration-runs`` each), and if the
+    slowdown realized is off, rescale B's extra delay ΔD by how far B's extra per-object
+    time is from the one asked for (the extra time is taken as proportional to ΔD, the
+    line through the origin and the last point). At most ``--calibration-rounds``
+    rounds; returns the (ΔD in seconds, realized slowdown) of each round.
+    """
+    rounds: list[tuple[float, float]] = []
+    for _ in range(args.calibration_rounds):
+        extra = proxy.delay_s - base_delay
+        realized, t_a = measured_slowdown(a, b, operation, workload, args.calibration_runs)
+        rounds.append((extra, realized))
+        if abs(realized - x) <= args.tolerance:
+            break
+        # per-object time: A's t_a, B's t_a / (1 − realized); wanted t_a / (1 − x)
+        got = t_a * realized / (1 - realized) if realized < 1 else float("inf")
+        wanted = t_a * x / (1 - x)
+        scale = wanted / got if got > 0 else 2.0
+        proxy.delay_s = base_delay + extra * min(max(scale, 0.25), 4.0)
+    return rounds
 
 
 def main() -> None:
@@ -221,13 +289,39 @@ def main() -> None:
     parser.add_argument(
         "--interleaved",
         type=int,
-        default=5,
-        help="also judge w A runs against the w runs interleaved with them (0: not)",
+        nargs="*",
+        default=[5, 10],
+        help="also judge w A runs against the w runs interleaved with them, for each w",
+    )
+    parser.add_argument(
+        "--precise",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="proxies end each delay with time.sleep, not on asyncio's 1 ms timer",
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.02,
+        help="calibrate B until its slowdown is within this of the nominal (fraction)",
+    )
+    parser.add_argument(
+        "--calibration-rounds",
+        type=int,
+        default=6,
+        help="at most this many rounds of the feedback loop per level and operation (0: none)",
+    )
+    parser.add_argument(
+        "--calibration-runs",
+        type=int,
+        default=3,
+        help="runs of A and of B, alternating, per calibration round",
     )
     parser.add_argument("--storages", nargs="*", default=["local", "s3"], choices=["local", "s3"])
     args = parser.parse_args()
     tally = Tally()
     realized: dict[tuple[str, str, str], tuple[float, float]] = {}
+    calibration: dict[tuple[str, str], list[tuple[float, float]]] = {}
     workload = Workload.parse(args.workload)
     print(
         f"gate: {args.pairs} pairs per storage, {args.history} base runs each, {args.repeats} "
@@ -244,29 +338,55 @@ def main() -> None:
                 proxies: list[DelayProxy] = []
 
                 def through(delay_s: float) -> Probe:
-                    proxy = DelayProxy(server.port, delay_s).start()
+                    proxy = DelayProxy(server.port, delay_s, precise=args.precise).start()
                     proxies.append(proxy)
                     options: dict[str, Any] = s3_options(f"http://127.0.0.1:{proxy.port}")
                     return Probe.from_url("s3://bench/gate", options, repeats=args.repeats)
 
                 try:
                     base_delay = args.base_delay_ms / 1e3
-                    a_probes = dict.fromkeys(OPERATIONS, through(base_delay))
-                    t0 = per_object_seconds(a_probes, workload, 3)
-                    b_probes: dict[str, dict[str, Probe]] = {}
-                    for x in args.levels:
-                        b_probes[f"B {x:.0%} slower"] = {
-                            op: through(base_delay + t0[op] * x / (1 - x) / 2) for op in OPERATIONS
-                        }
+                    a_probe = through(base_delay)
+                    a_probes = dict.fromkeys(OPERATIONS, a_probe)
+                    for operation in OPERATIONS:  # warm up: first runs pay for connections
+                        op_level(a_probe, operation, workload)
+                    t0 = {
+                        op: workload.total_bytes / op_level(a_probe, op, workload) / workload.count
+                        for op in OPERATIONS
+                    }
                     print(
                         "per-object seconds through the proxy (A): "
                         + ", ".join(f"{op} {t0[op] * 1e3:.3f} ms" for op in OPERATIONS)
                     )
+                    b_probes: dict[str, dict[str, Probe]] = {}
+                    for x in args.levels:
+                        case = f"B {x:.0%} slower"
+                        b_probes[case] = {}
+                        for op in OPERATIONS:
+                            b = through(base_delay + t0[op] * x / (1 - x) / 2)
+                            b_probes[case][op] = b
+                            if args.calibration_rounds:
+                                rounds = calibrate(
+                                    a_probe, b, proxies[-1], base_delay, x, op, workload, args
+                                )
+                                calibration[case, op] = rounds
+                                print(
+                                    f"calibrated {case}, {op}: "
+                                    + "; ".join(
+                                        f"+{extra * 1e3:.3f} ms → {got:.1%}"
+                                        for extra, got in rounds
+                                    )
+                                    + f"; kept +{(proxies[-1].delay_s - base_delay) * 1e3:.3f} ms",
+                                    flush=True,
+                                )
                     series("rclone serve s3", a_probes, b_probes, args, tally, realized)
                 finally:
                     for proxy in proxies:
                         proxy.stop()
-    print(report(tally, realized))
+    print(
+        f"finished {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; "
+        f"load average now {', '.join(f'{v:.2f}' for v in os.getloadavg())} (1, 5, 15 min)"
+    )
+    print(report(tally, realized, calibration))
 
 
 if __name__ == "__main__":
