@@ -169,10 +169,10 @@ def rate(values: list[bool]) -> str:
 def report(
     tally: Tally,
     realized: dict[tuple[str, str, str], tuple[float, float]],
-    calibration: dict[tuple[str, str], list[tuple[float, float]]],
+    formula: dict[tuple[str, str], tuple[float, float]],
 ) -> str:
     lines = [
-        "| storage | case | calibrated, realized slowdown (upload, download) "
+        "| storage | case | realized slowdown (upload, download) "
         "| gate failed (any probe) "
         "| upload: slower / inconclusive / not slower | download: slower / inconclusive / "
         "not slower | old rule, regressed (upload, download) |",
@@ -190,8 +190,7 @@ def report(
         if not case.startswith("A/A"):
             plain = case.split(",")[0]
             shown = ", ".join(
-                (f"{calibration[plain, op][-1][1]:.1%} → " if (plain, op) in calibration else "")
-                + f"{1 - new / base:.1%}"
+                f"{1 - new / base:.1%}"
                 for op, (base, new) in ((op, realized[storage, plain, op]) for op in OPERATIONS)
             )
         old = ", ".join(rate(tally.old[storage, case, op]) for op in OPERATIONS)
@@ -200,6 +199,11 @@ def report(
             f"{cells[0]} | {cells[1]} | {old} |"
         )
     lines.append("")
+    for (case, op), (first, kept) in formula.items():
+        lines.append(
+            f"{case}, {op}: B's extra one-way delay ΔD {first * 1e3:.3f} ms from A's "
+            f"per-object time, {kept * 1e3:.3f} ms after calibration"
+        )
     for (storage, operation), spreads in tally.spreads.items():
         lines.append(
             f"{storage}, {operation}: run-to-run spread (sd of log run medians) median "
@@ -246,27 +250,34 @@ def calibrate(
     workload: Workload,
     args: argparse.Namespace,
 ) -> list[tuple[float, float]]:
-    """Set B's proxy delay so that B realizes a slowdown of ``x`` within ``--tolerance``.
+    """Set B's extra proxy delay ΔD so that B is slower than A by ``x``, from measurements.
 
-    A feedback loop: measure A and B alternately (``--calibration-runs`` each), and if the
-    slowdown realized is off, rescale B's extra delay ΔD by how far B's extra per-object
-    time is from the one asked for (the extra time is taken as proportional to ΔD, the
-    line through the origin and the last point). At most ``--calibration-rounds``
-    rounds; returns the (ΔD in seconds, realized slowdown) of each round.
+    A feedback loop of ``--calibration-rounds`` rounds: each measures A and B alternately
+    (``--calibration-runs`` each) at the current ΔD. B's extra per-object time as a
+    fraction of A's, g = realized ÷ (1 − realized), is taken as proportional to ΔD; the
+    slope is fitted through the origin to every round so far (one round alone is as noisy
+    as runs differ on a loaded machine), and ΔD is set to where the fit gives x ÷ (1 − x).
+    Returns the (ΔD in seconds, realized slowdown) of each round; ``proxy.delay_s`` is
+    left at the fit of all of them.
     """
     rounds: list[tuple[float, float]] = []
+    first = proxy.delay_s - base_delay
     for _ in range(args.calibration_rounds):
         extra = proxy.delay_s - base_delay
-        realized, t_a = measured_slowdown(a, b, operation, workload, args.calibration_runs)
+        realized, _ = measured_slowdown(a, b, operation, workload, args.calibration_runs)
         rounds.append((extra, realized))
-        if abs(realized - x) <= args.tolerance:
-            break
-        # per-object time: A's t_a, B's t_a / (1 − realized); wanted t_a / (1 − x)
-        got = t_a * realized / (1 - realized) if realized < 1 else float("inf")
-        wanted = t_a * x / (1 - x)
-        scale = wanted / got if got > 0 else 2.0
-        proxy.delay_s = base_delay + extra * min(max(scale, 0.25), 4.0)
+        fractions = [(d, got / (1 - got)) for d, got in rounds if got < 1]
+        slope = sum(d * g for d, g in fractions) / sum(d * d for d, _ in fractions)
+        wanted = x / (1 - x) / slope if slope > 0 else 4 * first
+        proxy.delay_s = base_delay + min(max(wanted, first / 4), first * 4)
     return rounds
+
+
+def fitted(rounds: list[tuple[float, float]], extra: float) -> float:
+    """The slowdown the fit of the calibration rounds gives at ΔD = ``extra``."""
+    fractions = [(d, got / (1 - got)) for d, got in rounds if got < 1]
+    g = extra * sum(d * g for d, g in fractions) / sum(d * d for d, _ in fractions)
+    return g / (1 + g)
 
 
 def main() -> None:
@@ -300,21 +311,15 @@ def main() -> None:
         help="proxies end each delay with time.sleep, not on asyncio's 1 ms timer",
     )
     parser.add_argument(
-        "--tolerance",
-        type=float,
-        default=0.02,
-        help="calibrate B until its slowdown is within this of the nominal (fraction)",
-    )
-    parser.add_argument(
         "--calibration-rounds",
         type=int,
-        default=6,
-        help="at most this many rounds of the feedback loop per level and operation (0: none)",
+        default=5,
+        help="rounds of the feedback loop per level and operation (0: none)",
     )
     parser.add_argument(
         "--calibration-runs",
         type=int,
-        default=3,
+        default=4,
         help="runs of A and of B, alternating, per calibration round",
     )
     parser.add_argument("--storages", nargs="*", default=["local", "s3"], choices=["local", "s3"])
@@ -322,6 +327,7 @@ def main() -> None:
     tally = Tally()
     realized: dict[tuple[str, str, str], tuple[float, float]] = {}
     calibration: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    formula: dict[tuple[str, str], tuple[float, float]] = {}  # ΔD: from t₀, calibrated
     workload = Workload.parse(args.workload)
     print(
         f"gate: {args.pairs} pairs per storage, {args.history} base runs each, {args.repeats} "
@@ -369,13 +375,16 @@ def main() -> None:
                                     a_probe, b, proxies[-1], base_delay, x, op, workload, args
                                 )
                                 calibration[case, op] = rounds
+                                kept = proxies[-1].delay_s - base_delay
+                                formula[case, op] = (rounds[0][0], kept)
                                 print(
                                     f"calibrated {case}, {op}: "
                                     + "; ".join(
                                         f"+{extra * 1e3:.3f} ms → {got:.1%}"
                                         for extra, got in rounds
                                     )
-                                    + f"; kept +{(proxies[-1].delay_s - base_delay) * 1e3:.3f} ms",
+                                    + f"; kept +{kept * 1e3:.3f} ms, where the fit gives "
+                                    f"{fitted(rounds, kept):.1%}",
                                     flush=True,
                                 )
                     series("rclone serve s3", a_probes, b_probes, args, tally, realized)
@@ -386,7 +395,7 @@ def main() -> None:
         f"finished {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; "
         f"load average now {', '.join(f'{v:.2f}' for v in os.getloadavg())} (1, 5, 15 min)"
     )
-    print(report(tally, realized, calibration))
+    print(report(tally, realized, formula))
 
 
 if __name__ == "__main__":
