@@ -15,17 +15,25 @@ repeats, one stream, in this process.
   pair is a false alarm when the gate fails (any probe slower by more than T).
 - **A/B** (S3 only): A goes through a delay proxy (tests/delay_proxy.py) with a one-way
   delay D_A (``--base-delay-ms``, 2 ms), B through one whose delay is larger by ΔD, set
-  per probe and per slowdown x from A's per-object time t₀ measured at the start: each
-  request gains ≈ 2ΔD, so ΔD = t₀ · x / (1 − x) / 2 makes B's throughput ≈ (1 − x) of
-  A's. (A proxy without delay for A was tried first: on a loaded machine every sleep in
-  B's proxy costs a wake-up of milliseconds, and a nominal 10 % became 70–80 %.) The
-  slowdown realized (1 − B's level ÷ A's over all runs) is
-  printed beside the nominal one. A probe is detected when its verdict is "slower".
+  per probe and per slowdown x: each request gains ≈ 2ΔD, so ΔD = t₀ · x / (1 − x) / 2,
+  t₀ A's per-object time measured at the start, makes B's throughput ≈ (1 − x) of A's.
+  Then a feedback loop (``--calibration-rounds``, 5, of ``--calibration-runs``, 4, runs
+  of A and B alternating) measures the slowdown B realizes, fits B's extra time as
+  proportional to ΔD over every round, and sets ΔD where the fit gives x. The proxies
+  sleep precisely (``--precise``, the default): asyncio ends a sleep on epoll's timeout,
+  which is whole milliseconds rounded up, so without it a ΔD of 0.1 ms on top of A's
+  2 ms cost B a full extra millisecond each way and a nominal 10 or 20 % became 27–32 %
+  (the reduced runs of the first version). The slowdown realized over the whole run
+  (1 − B's level ÷ A's, levels the median of the run medians) is printed beside the
+  nominal one. A probe is detected when its verdict is "slower".
 
-**Interleaved** (``--interleaved w``, 5): the same runs judged as an A/B job that runs
-base and new alternately would be: the last w A runs against the w B runs made right
-after each of them (m = w new runs, so drift between steps hits both sides), and for
-A/A the even A runs of the last 2w against the odd ones.
+**Interleaved** (``--interleaved w ...``, 5 and 10): the same runs judged as an A/B job
+that runs base and new alternately would be: the last w A runs against the w B runs made
+right after each of them (m = w new runs, so drift between steps hits both sides), and
+for A/A the even A runs of the last 2w against the odd ones.
+
+The 1-minute load average is read at every step and summarized at the end: the machine
+this was written on is shared, and the load is part of the result.
 
 For contrast, the old rule (bootstrap of one base run's repeats against the new run's,
 ``storeprobe.stats.compare``, regressed when the ratio and the interval's top are below
@@ -33,14 +41,11 @@ For contrast, the old rule (bootstrap of one base run's repeats against the new 
 
 Pairs overlap (a rolling window), so they are not independent: read the rates with
 their counts. The full run is the defaults (40 pairs per storage, 10 base runs, 3
-repeats of 32 × 16 KiB, slowdowns 10, 20 and 40 %, interleaved windows of 5; about 30
-minutes, most of it S3 behind the proxies):
+repeats of 32 × 16 KiB, slowdowns 10, 20 and 40 %, interleaved windows of 5 and 10):
 
     python benchmarks/gate.py
 
-The reduced runs of 2026-12-01 in docs/regressions.md were ``--pairs 20 --history 5
---levels 0.1 0.2 0.4`` and ``--pairs 20 --history 10 --levels 0.2 0.4``, one storage at a
-time (``--storages local``, ``--storages s3``), on a machine shared with other jobs.
+docs/regressions.md has its figures, with the time and the load of the run.
 """
 
 from __future__ import annotations
@@ -326,7 +331,6 @@ def main() -> None:
     args = parser.parse_args()
     tally = Tally()
     realized: dict[tuple[str, str, str], tuple[float, float]] = {}
-    calibration: dict[tuple[str, str], list[tuple[float, float]]] = {}
     formula: dict[tuple[str, str], tuple[float, float]] = {}  # ΔD: from t₀, calibrated
     workload = Workload.parse(args.workload)
     print(
@@ -374,7 +378,6 @@ def main() -> None:
                                 rounds = calibrate(
                                     a_probe, b, proxies[-1], base_delay, x, op, workload, args
                                 )
-                                calibration[case, op] = rounds
                                 kept = proxies[-1].delay_s - base_delay
                                 formula[case, op] = (rounds[0][0], kept)
                                 print(
