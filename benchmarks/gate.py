@@ -57,6 +57,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,7 @@ def series(
     args: argparse.Namespace,
     tally: Tally,
     realized: dict[tuple[str, str, str], tuple[float, float]],
+    retune: Callable[[list[Run]], None] = lambda a_runs: None,
 ) -> None:
     workload = Workload.parse(args.workload)
     history = [run_once(a_probes, workload) for _ in range(args.history)]
@@ -135,6 +137,7 @@ def series(
         tally.add(storage, "A/A", history[-args.history :], [new], args.threshold)
         history.append(new)
         a_runs.append(new)
+        retune(a_runs)  # B's delays follow A's recent per-object time (--track)
         for w in args.interleaved:  # alternate A runs of the last 2w: the even against the odd
             if len(a_runs) >= 2 * w:
                 window = a_runs[-2 * w :]
@@ -206,8 +209,9 @@ def report(
     lines.append("")
     for (case, op), (first, kept) in formula.items():
         lines.append(
-            f"{case}, {op}: B's extra one-way delay ΔD {first * 1e3:.3f} ms from A's "
-            f"per-object time, {kept * 1e3:.3f} ms after calibration"
+            f"{case}, {op}: B's extra one-way delay ΔD at the start {first * 1e3:.3f} ms from "
+            f"A's per-object time"
+            + (f", {kept * 1e3:.3f} ms after calibration" if kept != first else "")
         )
     for (storage, operation), spreads in tally.spreads.items():
         lines.append(
@@ -316,10 +320,18 @@ def main() -> None:
         help="proxies end each delay with time.sleep, not on asyncio's 1 ms timer",
     )
     parser.add_argument(
-        "--calibration-rounds",
+        "--track",
         type=int,
         default=5,
-        help="rounds of the feedback loop per level and operation (0: none)",
+        help="before each step, set B's ΔD from A's per-object time over its last N runs "
+        "(times the calibration's correction, if any), so that B follows the load (0: not)",
+    )
+    parser.add_argument(
+        "--calibration-rounds",
+        type=int,
+        default=0,
+        help="rounds of the feedback loop per level and operation (0, the default: none; "
+        "on a loaded machine its rounds are as noisy as runs, and it set B off by 2–10 points)",
     )
     parser.add_argument(
         "--calibration-runs",
@@ -368,12 +380,17 @@ def main() -> None:
                         + ", ".join(f"{op} {t0[op] * 1e3:.3f} ms" for op in OPERATIONS)
                     )
                     b_probes: dict[str, dict[str, Probe]] = {}
+                    by_proxy: dict[tuple[str, str], DelayProxy] = {}
+                    levels: dict[str, float] = {}
                     for x in args.levels:
                         case = f"B {x:.0%} slower"
                         b_probes[case] = {}
                         for op in OPERATIONS:
                             b = through(base_delay + t0[op] * x / (1 - x) / 2)
                             b_probes[case][op] = b
+                            by_proxy[case, op] = proxies[-1]
+                            levels[case] = x
+                            formula[case, op] = (t0[op] * x / (1 - x) / 2,) * 2
                             if args.calibration_rounds:
                                 rounds = calibrate(
                                     a_probe, b, proxies[-1], base_delay, x, op, workload, args
@@ -390,7 +407,29 @@ def main() -> None:
                                     f"{fitted(rounds, kept):.1%}",
                                     flush=True,
                                 )
-                    series("rclone serve s3", a_probes, b_probes, args, tally, realized)
+                    tracked: dict[tuple[str, str], tuple[float, DelayProxy, float]] = {}
+                    for (case, op), (first, kept) in formula.items():
+                        x = levels[case]
+                        tracked[case, op] = (x, by_proxy[case, op], kept / first)
+                    used: dict[tuple[str, str], list[float]] = defaultdict(list)
+
+                    def retune(a_runs: list[Run]) -> None:
+                        if not args.track:
+                            return
+                        recent = a_runs[-args.track :]
+                        for (case, op), (x, proxy, scale) in tracked.items():
+                            t_a = workload.total_bytes / level(recent, op) / workload.count
+                            extra = t_a * x / (1 - x) / 2 * scale
+                            proxy.delay_s = base_delay + extra
+                            used[case, op].append(extra)
+
+                    series("rclone serve s3", a_probes, b_probes, args, tally, realized, retune)
+                    for (case, op), extras in used.items():
+                        print(
+                            f"tracked {case}, {op}: ΔD over the steps median "
+                            f"{statistics.median(extras) * 1e3:.3f} ms, range "
+                            f"{min(extras) * 1e3:.3f}–{max(extras) * 1e3:.3f} ms"
+                        )
                 finally:
                     for proxy in proxies:
                         proxy.stop()
