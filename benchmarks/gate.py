@@ -51,6 +51,7 @@ docs/regressions.md has its figures, with the time and the load of the run.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -60,6 +61,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import numpy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -83,8 +86,22 @@ def run_once(probes: dict[str, Probe], workload: Workload) -> Run:
     return run
 
 
+def medians(runs: list[Run], operation: str) -> list[float]:
+    """Each run's median figure (B/s) for ``operation``."""
+    return [statistics.median(repeat_figures(run[operation])) for run in runs]
+
+
 def level(runs: list[Run], operation: str) -> float:
-    return statistics.median(statistics.median(repeat_figures(run[operation])) for run in runs)
+    return statistics.median(medians(runs, operation))
+
+
+def slowdown(a: list[float], b: list[float], resamples: int = 2000) -> tuple[float, float, float]:
+    """1 − median(b) ÷ median(a) of run medians, with a 95 % bootstrap interval over runs."""
+    rng = numpy.random.default_rng(0)
+    a_boot = numpy.median(rng.choice(a, size=(resamples, len(a))), axis=1)
+    b_boot = numpy.median(rng.choice(b, size=(resamples, len(b))), axis=1)
+    low, high = numpy.quantile(1 - b_boot / a_boot, [0.025, 0.975])
+    return 1 - statistics.median(b) / statistics.median(a), float(low), float(high)
 
 
 class Tally:
@@ -124,7 +141,7 @@ def series(
     b_probes: dict[str, dict[str, Probe]],
     args: argparse.Namespace,
     tally: Tally,
-    realized: dict[tuple[str, str, str], tuple[float, float]],
+    realized: dict[tuple[str, str, str], tuple[list[float], list[float]]],
     retune: Callable[[list[Run]], None] = lambda a_runs: None,
 ) -> None:
     workload = Workload.parse(args.workload)
@@ -167,20 +184,23 @@ def series(
         )
     for case, runs in b_runs.items():
         for operation in OPERATIONS:
-            realized[storage, case, operation] = (level(a_runs, operation), level(runs, operation))
+            realized[storage, case, operation] = (
+                medians(a_runs, operation),
+                medians(runs, operation),
+            )
 
 
 def rate(values: list[bool]) -> str:
-    return f"{sum(values)}/{len(values)} = {sum(values) / len(values):.0%}" if values else "-"
+    return f"{sum(values)}/{len(values)} = {sum(values) / len(values):.1%}" if values else "-"
 
 
 def report(
     tally: Tally,
-    realized: dict[tuple[str, str, str], tuple[float, float]],
+    realized: dict[tuple[str, str, str], tuple[list[float], list[float]]],
     formula: dict[tuple[str, str], tuple[float, float]],
 ) -> str:
     lines = [
-        "| storage | case | realized slowdown (upload, download) "
+        "| storage | case | realized slowdown, 95 % interval (upload, download) "
         "| gate failed (any probe) "
         "| upload: slower / inconclusive / not slower | download: slower / inconclusive / "
         "not slower | old rule, regressed (upload, download) |",
@@ -198,8 +218,8 @@ def report(
         if not case.startswith("A/A"):
             plain = case.split(",")[0]
             shown = ", ".join(
-                f"{1 - new / base:.1%}"
-                for op, (base, new) in ((op, realized[storage, plain, op]) for op in OPERATIONS)
+                "{:.1%} ({:.1%}–{:.1%})".format(*slowdown(*realized[storage, plain, op]))
+                for op in OPERATIONS
             )
         old = ", ".join(rate(tally.old[storage, case, op]) for op in OPERATIONS)
         lines.append(
@@ -339,10 +359,13 @@ def main() -> None:
         default=4,
         help="runs of A and of B, alternating, per calibration round",
     )
+    parser.add_argument(
+        "--save-medians", metavar="PATH", help="write each run's medians and the verdicts as JSON"
+    )
     parser.add_argument("--storages", nargs="*", default=["local", "s3"], choices=["local", "s3"])
     args = parser.parse_args()
     tally = Tally()
-    realized: dict[tuple[str, str, str], tuple[float, float]] = {}
+    realized: dict[tuple[str, str, str], tuple[list[float], list[float]]] = {}
     formula: dict[tuple[str, str], tuple[float, float]] = {}  # ΔD: from t₀, calibrated
     workload = Workload.parse(args.workload)
     print(
@@ -438,6 +461,17 @@ def main() -> None:
         f"load average now {', '.join(f'{v:.2f}' for v in os.getloadavg())} (1, 5, 15 min)"
     )
     print(report(tally, realized, formula))
+    if args.save_medians:
+        document = {
+            "args": vars(args),
+            "medians_B_per_s": {
+                f"{storage} | {case} | {op}": {"A": a, "B": b}
+                for (storage, case, op), (a, b) in realized.items()
+            },
+            "verdicts": {" | ".join(key): found for key, found in tally.verdicts.items()},
+            "loads": tally.loads,
+        }
+        Path(args.save_medians).write_text(json.dumps(document, indent=1) + "\n")
 
 
 if __name__ == "__main__":
