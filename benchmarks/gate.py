@@ -17,15 +17,19 @@ repeats, one stream, in this process.
   delay D_A (``--base-delay-ms``, 2 ms), B through one whose delay is larger by ΔD, set
   per probe and per slowdown x: each request gains ≈ 2ΔD, so ΔD = t₀ · x / (1 − x) / 2,
   t₀ A's per-object time measured at the start, makes B's throughput ≈ (1 − x) of A's.
-  Then a feedback loop (``--calibration-rounds``, 5, of ``--calibration-runs``, 4, runs
-  of A and B alternating) measures the slowdown B realizes, fits B's extra time as
-  proportional to ΔD over every round, and sets ΔD where the fit gives x. The proxies
+  Before each step ΔD is set again from A's per-object time over its last ``--track``
+  (5) runs, so that B follows the load. Optionally (``--calibration-rounds N``, off by
+  default) a feedback loop first measures A and B alternately (``--calibration-runs``, 4,
+  each per round), fits B's extra time as proportional to ΔD over every round and
+  corrects ΔD where the fit gives x; under a load of 13 its rounds were as noisy as runs
+  and it set B 2–10 points low. The proxies
   sleep precisely (``--precise``, the default): asyncio ends a sleep on epoll's timeout,
   which is whole milliseconds rounded up, so without it a ΔD of 0.1 ms on top of A's
-  2 ms cost B a full extra millisecond each way and a nominal 10 or 20 % became 27–32 %
+  2 ms cost B a full extra millisecond each way and a nominal 10 or 20 % became 26–32 %
   (the reduced runs of the first version). The slowdown realized over the whole run
-  (1 − B's level ÷ A's, levels the median of the run medians) is printed beside the
-  nominal one. A probe is detected when its verdict is "slower".
+  (1 − B's level ÷ A's, levels the median of the run medians, with a 95 % bootstrap
+  interval over the runs) is printed beside the nominal one. A probe is detected when
+  its verdict is "slower".
 
 **Interleaved** (``--interleaved w ...``, 5 and 10): the same runs judged as an A/B job
 that runs base and new alternately would be: the last w A runs against the w B runs made
@@ -45,7 +49,9 @@ repeats of 32 × 16 KiB, slowdowns 10, 20 and 40 %, interleaved windows of 5 and
 
     python benchmarks/gate.py
 
-docs/regressions.md has its figures, with the time and the load of the run.
+docs/regressions.md has the figures of three such runs (the third with
+``--interleaved 5 10 20``), with the time and the load of each; ``--save-medians PATH``
+also writes each run's medians, the verdicts and the loads as JSON.
 """
 
 from __future__ import annotations
