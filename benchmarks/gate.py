@@ -25,7 +25,7 @@ repeats, one stream, in this process.
   and it set B 2–10 points low. The proxies
   sleep precisely (``--precise``, the default): asyncio ends a sleep on epoll's timeout,
   which is whole milliseconds rounded up, so without it a ΔD of 0.1 ms on top of A's
-  2 ms cost B a full extra millisecond each way and a nominal 10 or 20 % became 26–32 %
+  2 ms cost B a full extra millisecond each way and a nominal 10 or 20 % became 25.7–31.7 %
   (the reduced runs of the first version). The slowdown realized over the whole run
   (1 − B's level ÷ A's, levels the median of the run medians, with a 95 % bootstrap
   interval over the runs) is printed beside the nominal one. A probe is detected when
