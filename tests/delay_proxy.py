@@ -9,6 +9,14 @@ It counts, server side, the TCP connections it accepts (``connections``): a test
 with it how often a client connects. With ``tls`` (a server ``ssl.SSLContext``) it
 terminates TLS: clients speak HTTPS to it, it speaks plain TCP to the upstream (for a
 server that cannot serve TLS itself, such as gcp-storage-emulator).
+
+asyncio's sleeps end on the selector's timeout, which Linux's epoll takes in whole
+milliseconds rounded up: a wait of 2.09 ms lasts 3 ms, one of 1.99 ms lasts 2 ms, so a
+delay that is not a whole number of milliseconds is rounded up by up to 1 ms each way.
+``precise=True`` sleeps in asyncio only until ``PRECISE_MARGIN_S`` before the chunk is
+due and the rest with :func:`time.sleep` (nanosleep, microseconds), blocking the proxy's
+own event loop for at most that margin per chunk: right for one connection at a time
+(benchmarks/gate.py), wrong for many in flight, whose chunks it would serialise.
 """
 
 from __future__ import annotations
@@ -19,16 +27,24 @@ import ssl
 import threading
 import time
 
-__all__ = ["DelayProxy"]
+__all__ = ["PRECISE_MARGIN_S", "DelayProxy"]
+
+PRECISE_MARGIN_S = 0.0015  # > the 1 ms epoll rounding, plus a little lateness
 
 
 class DelayProxy:
     def __init__(
-        self, upstream_port: int, delay_s: float, *, tls: ssl.SSLContext | None = None
+        self,
+        upstream_port: int,
+        delay_s: float,
+        *,
+        tls: ssl.SSLContext | None = None,
+        precise: bool = False,
     ) -> None:
         self.upstream_port = upstream_port
-        self.delay_s = delay_s
+        self.delay_s = delay_s  # read for every chunk: may be changed while running
         self.tls = tls
+        self.precise = precise
         self.port = 0
         #: TCP connections accepted from clients so far
         self.connections = 0
@@ -66,7 +82,13 @@ class DelayProxy:
             while True:
                 due, chunk = await queue.get()
                 wait = due - time.monotonic()
-                if wait > 0:
+                if self.precise:
+                    if wait > PRECISE_MARGIN_S:
+                        await asyncio.sleep(wait - PRECISE_MARGIN_S)
+                    rest = due - time.monotonic()
+                    if rest > 0:
+                        time.sleep(rest)
+                elif wait > 0:
                     await asyncio.sleep(wait)
                 if not chunk:
                     with contextlib.suppress(Exception):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -16,6 +18,8 @@ import pytest
 
 from storeprobe import load_results
 from storeprobe.pytest_plugin import machine_id, saved_runs
+from storeprobe.render import repeat_figures
+from storeprobe.stats import compare_runs
 
 ROOT = Path(__file__).parent.parent
 
@@ -217,3 +221,84 @@ def test_the_plugin_is_silent_when_not_asked(tests: pytest.Pytester) -> None:
     assert "storeprobe:" not in outcome.stdout.str()
     assert " storeprobe -" not in outcome.stdout.str()
     assert not (tests.path / ".storeprobe").exists()
+
+
+EXACT_CONFTEST = """
+import threading
+
+import pytest
+from fsspec.implementations.memory import MemoryFileSystem
+
+from storeprobe import Probe
+
+
+class StepClock:
+    def __init__(self, step):
+        self.now, self.step, self.lock = 0, step, threading.Lock()
+
+    def __call__(self):
+        with self.lock:
+            self.now += self.step
+            return self.now
+
+
+@pytest.fixture(scope="session")
+def storeprobe_probe():
+    return Probe(MemoryFileSystem(), "/bench", repeats=3, clock=StepClock(1000))
+"""
+
+
+@pytest.mark.parametrize(
+    ("factors", "verdict", "ret"),
+    [
+        ([1.0] * 5, "not slower", 0),  # identical runs
+        ([0.50, 0.52, 0.48, 0.51, 0.49], "slower", 1),  # shifted: the base twice as fast
+        ([0.80, 1.00, 0.70, 0.95, 0.85], "inconclusive", 0),  # 15 % slower, runs differ more
+        ([0.5], "inconclusive", 0),  # one base run: how much runs differ is unknown
+    ],
+)
+def test_compare_fail_is_the_rule_of_compare_runs_and_of_the_cli(
+    pytester: pytest.Pytester, factors: list[float], verdict: str, ret: int
+) -> None:
+    # an injected clock makes every run's figures exact; base run i's windows × factors[i]
+    pytester.makepyfile(test_storage=TESTS)
+    pytester.makeconftest(EXACT_CONFTEST)
+    run(pytester, "--storeprobe-save=base").assert_outcomes(passed=2)
+    directory = storage(pytester)
+    saved = (directory / "0001_base.json").read_text()
+    base = [directory / f"{n:04d}_base.json" for n in range(1, len(factors) + 1)]
+    for path, factor in zip(base, factors, strict=True):  # the same exact run, rescaled
+        path.write_text(saved)
+        scale_saved(path, factor)
+    outcome = run(
+        pytester,
+        "--storeprobe-compare=base",
+        "--storeprobe-compare-fail=median:5%",
+        "--storeprobe-save=new",
+    )
+    outcome.assert_outcomes(passed=2)
+    assert outcome.ret == ret
+    new = directory / f"{len(factors) + 1:04d}_new.json"
+    # the rule itself, on the figures of the saved files
+    base_results = [load_results(path) for path in base]
+    for index, result in enumerate(load_results(new)):
+        found = compare_runs(
+            [repeat_figures(results[index]) for results in base_results],
+            [repeat_figures(result)],
+            threshold=0.05,
+        )
+        assert found.verdict == verdict
+    # storeprobe compare on the same files: the same exit status and the same table
+    argv = ["compare", *map(str, base), str(new), "--fail-slower", "5%", "--format", "text"]
+    cli = subprocess.run(
+        [sys.executable, "-m", "storeprobe", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert cli.returncode == ret, cli.stderr
+    rows = [line for line in cli.stdout.splitlines() if line.startswith("memory://")]
+    assert len(rows) == 3
+    assert all(verdict in row for row in rows)
+    printed = outcome.stdout.lines
+    assert all(row in printed for row in rows)

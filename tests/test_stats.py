@@ -301,6 +301,23 @@ def test_one_run_each_is_inconclusive_however_many_repeats_and_names_the_runs() 
     assert "another run on either side" in blind.reason
 
 
+def test_too_few_repeats_one_run_of_three_each_is_inconclusive_where_the_old_rule_alarmed() -> None:
+    # issue 25's false alarm: one run of 3 repeats against one of 3, the new median 0.81 ×
+    base, new = [1.00, 1.05, 0.95], [0.808, 0.85, 0.77]
+    old = compare(new, base)  # the first release's rule: a bootstrap of 3 repeats each
+    assert (old.verdict, old.high < 0.95) == ("slower", True)
+    found = compare_runs([base], [new], threshold=0.05)
+    assert (found.verdict, found.low, found.high) == ("inconclusive", None, None)
+    assert found.ratio == pytest.approx(0.808)
+    needed = found.base_runs_needed
+    assert needed is not None
+    assert needed >= 2
+    assert f"at least {needed} base runs in all" in found.reason
+    # the same figures as five base runs and one new run: now decided
+    decided = compare_runs([[b] for b in base] + [[1.02], [0.98]], [[0.808]], threshold=0.05)
+    assert decided.verdict == "slower"
+
+
 def test_too_few_base_runs_is_inconclusive_with_the_runs_that_would_decide() -> None:
     base = [[1.00], [1.10], [0.92]]
     found = compare_runs(base, [[0.7]], threshold=0.05)
