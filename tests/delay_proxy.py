@@ -24,10 +24,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+import subprocess
+import sys
 import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
-__all__ = ["PRECISE_MARGIN_S", "DelayProxy"]
+__all__ = ["PRECISE_MARGIN_S", "DelayProxy", "delay_process"]
 
 PRECISE_MARGIN_S = 0.0015  # > the 1 ms epoll rounding, plus a little lateness
 
@@ -131,3 +135,41 @@ class DelayProxy:
             for writer in (client_w, up_w):
                 with contextlib.suppress(Exception):
                     writer.close()
+
+
+@contextlib.contextmanager
+def delay_process(upstream_port: int, delay_s: float) -> Iterator[int]:
+    """A :class:`DelayProxy` in a process of its own; yields its port.
+
+    In the measuring process the proxy's thread competes for the interpreter's lock with
+    the client it delays, so on a loaded machine its wake-ups come late by as much as the
+    switch interval (5 ms), more for one client than another; in its own process it
+    competes only for a core, as a network would not at all.
+    """
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.delay_proxy", str(upstream_port), repr(delay_s)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the delay proxy exited with code {process.wait(10)}")
+        yield int(line)
+    finally:
+        if process.stdin is not None:
+            process.stdin.close()  # the proxy's signal to stop
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+
+
+if __name__ == "__main__":  # python -m tests.delay_proxy UPSTREAM_PORT DELAY_S
+    proxy = DelayProxy(int(sys.argv[1]), float(sys.argv[2])).start()
+    print(proxy.port, flush=True)
+    sys.stdin.read()  # until the parent closes stdin
+    proxy.stop()

@@ -18,6 +18,7 @@ one round trip, so at one stream objects/s ≤ 1 / RTT.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 from pathlib import Path
 from typing import Literal
@@ -27,7 +28,7 @@ import pytest
 from storeprobe import Probe, Result, Sample, Workload
 from tests.bare_obstore import BareObstore, Window
 from tests.conftest import s3_options
-from tests.delay_proxy import DelayProxy
+from tests.delay_proxy import DelayProxy, delay_process
 from tests.servers import Server
 from tests.shaped_link import shaped_link
 
@@ -80,19 +81,19 @@ ROUNDS = 4
 
 
 def _undisturbed_s(latencies_s: list[float], gaps_s: list[float], count: int) -> float:
-    """A window of ``count`` requests at one stream, as an unloaded machine would time it.
+    """A window of ``count`` requests at one stream, as an unloaded machine would time it:
+    ``count`` times the least-disturbed request, plus the median gap between requests.
 
     At one stream a window is exactly the sum of its requests' latencies plus the gaps
     between them. On this shared 2-core machine other work delays some requests of
     either side by milliseconds: at a load average of 12-14, windows of the same client
-    ranged over 0.73-1.37 s and the best of five windows of one side differed from the
-    other's by up to 10 %, while the first quartile of every request's latency (all
-    windows pooled, the two sides alternated) differed by under 2 %. A client that added
-    time to each request, or between requests, moves this figure as it would the best
-    window."""
-    ordered = sorted(latencies_s)
-    first_quartile = ordered[len(ordered) // 4]
-    return count * first_quartile + statistics.median(gaps_s)
+    ranged over 0.73-1.37 s, the best of five windows of one side differed from the
+    other's by up to 10 %, and the first quartile of every request's latency (all windows
+    pooled, the sides alternated) by up to 7.7 %, while the fastest request of each side
+    differed by under 2 %. A client that added time to every request, or between requests,
+    moves this figure as it would the best window; time added to some requests only is
+    what the request count and the physical bound below check."""
+    return count * min(latencies_s) + statistics.median(gaps_s)
 
 
 @pytest.mark.parametrize("operation", ["upload", "download"])
@@ -100,8 +101,11 @@ def test_small_objects_behind_a_round_trip_read_as_a_bare_client(
     s3_server: Server, operation: Literal["upload", "download"]
 ) -> None:
     workload, count = ROUND_TRIP_WORKLOAD, ROUND_TRIP_WORKLOAD.count
-    proxy = DelayProxy(s3_server.port, delay_s=ROUND_TRIP_S / 2).start()
-    endpoint = f"http://127.0.0.1:{proxy.port}"
+    # the proxy in a process of its own: in this one it would compete with the clients it
+    # delays for the interpreter's lock (see delay_process)
+    proxy = contextlib.ExitStack()
+    port = proxy.enter_context(delay_process(s3_server.port, ROUND_TRIP_S / 2))
+    endpoint = f"http://127.0.0.1:{port}"
     bare = BareObstore(endpoint)
     payloads = [workload.payload_bytes(i) for i in range(count)]
     samples: list[Sample] = []
@@ -125,7 +129,7 @@ def test_small_objects_behind_a_round_trip_read_as_a_bare_client(
                 samples.append(sample)
     finally:
         bare.close()
-        proxy.stop()
+        proxy.close()
     probe_latencies = [float(ns) / 1e9 for s in samples for ns in s.latencies_ns]
     # the window holds every request whole: the gaps between them are never negative
     probe_gaps = [(s.elapsed_ns - int(s.latencies_ns.sum())) / 1e9 for s in samples]
