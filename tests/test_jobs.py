@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from storeprobe import Workload
+from storeprobe.backends import SyncBackend
 from storeprobe.jobs import (
     ABSENT,
     EXISTENCE,
@@ -35,9 +36,19 @@ def disk(tmp_path: Path) -> Target:
 def _heads(target: Target, *names: str) -> list[SyncJob]:
     """The local disk backend's HEAD jobs for ``names`` (one phase)."""
     plan = head_plan([f"{target.root}/{name}" for name in names])
+    assert isinstance(target.backend, SyncBackend)  # the local disk's client is synchronous
     bound = target.backend.bind(plan.phases, [None] * len(names), [None] * len(names), StepClock())
     (phase,) = bound.phases
     return list(phase)
+
+
+def _run(job: AsyncJob) -> Outcome:
+    """Await one coroutine job on a fresh event loop."""
+
+    async def call() -> Outcome:
+        return await job.call()
+
+    return asyncio.run(call())
 
 
 def _coroutine_job(result: Outcome | BaseException, delay: float = 0.0) -> AsyncJob:
@@ -75,12 +86,10 @@ def test_absent_succeeds_for_a_missing_name_and_fails_naming_an_existing_one(
 def test_absent_passes_on_an_error_that_is_not_a_missing_name() -> None:
     job = ABSENT.for_async(_coroutine_job(PermissionError("denied")), 0)
     with pytest.raises(PermissionError, match="denied"):
-        asyncio.run(job.call())
-    assert asyncio.run(ABSENT.for_async(_coroutine_job(FileNotFoundError()), 0).call()) == (
-        Outcome()
-    )
+        _run(job)
+    assert _run(ABSENT.for_async(_coroutine_job(FileNotFoundError()), 0)) == Outcome()
     with pytest.raises(FileExistsError, match="object 2 "):
-        asyncio.run(ABSENT.for_async(_coroutine_job(Outcome(size=5)), 2).call())
+        _run(ABSENT.for_async(_coroutine_job(Outcome(size=5)), 2))
 
 
 # -- EXISTENCE ----------------------------------------------------------------------------
@@ -88,10 +97,10 @@ def test_existence_answers_size_minus_one_for_a_missing_name(disk: Target) -> No
     missing, there = _heads(disk, "missing", "there")
     assert EXISTENCE.for_sync(missing, 0).call().size == -1
     assert EXISTENCE.for_sync(there, 1).call().size == 5
-    assert asyncio.run(EXISTENCE.for_async(_coroutine_job(NotFoundError()), 0).call()).size == -1
-    assert asyncio.run(EXISTENCE.for_async(_coroutine_job(Outcome(size=9)), 0).call()).size == 9
+    assert _run(EXISTENCE.for_async(_coroutine_job(NotFoundError()), 0)).size == -1
+    assert _run(EXISTENCE.for_async(_coroutine_job(Outcome(size=9)), 0)).size == 9
     with pytest.raises(PermissionError):
-        asyncio.run(EXISTENCE.for_async(_coroutine_job(PermissionError()), 0).call())
+        _run(EXISTENCE.for_async(_coroutine_job(PermissionError()), 0))
 
 
 # -- tolerating ---------------------------------------------------------------------------
@@ -161,7 +170,7 @@ def test_settling_hands_each_outcome_and_its_position_to_the_settle_step(
     wrapper = settling(settle)
     (there,) = _heads(disk, "there")
     assert wrapper.for_sync(there, 4).call().size == 50
-    assert asyncio.run(wrapper.for_async(_coroutine_job(Outcome(size=3)), 6).call()).size == 30
+    assert _run(wrapper.for_async(_coroutine_job(Outcome(size=3)), 6)).size == 30
     assert settled == [(4, 5), (6, 3)]
 
 

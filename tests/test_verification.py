@@ -45,11 +45,9 @@ def test_bytes_read_back_intact_pass() -> None:
 
 def test_ranges_of_one_object_are_checked_at_their_offsets() -> None:
     size = WORKLOAD.size_of(0)
-    requests = [
-        Request(kind=Kind.GET, key="run/0", start=start, stop=start + 2048)
-        for start in range(0, size, 2048)
-    ]
-    outcomes = [Outcome(data=WORKLOAD.payload_bytes(0, r.start, r.stop)) for r in requests]
+    starts = range(0, size, 2048)
+    requests = [Request(kind=Kind.GET, key="run/0", start=s, stop=s + 2048) for s in starts]
+    outcomes = [Outcome(data=WORKLOAD.payload_bytes(0, s, s + 2048)) for s in starts]
     verify_outcomes(WORKLOAD, requests, outcomes, {"run/0": 0})
     # the same bytes at the wrong offsets differ
     with pytest.raises(VerificationError, match="object 0 differs from what was written"):
