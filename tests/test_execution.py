@@ -30,9 +30,10 @@ from storeprobe.execution import (
     open_run,
     remove_folders,
 )
+from storeprobe.jobs import Wrapper
 from storeprobe.notices import Code
 from storeprobe.planning import Plan, head_plan
-from storeprobe.request import Kind, Part, Request
+from storeprobe.request import Kind, Outcome, Part, Request, SyncJob
 from storeprobe.target import Target
 from tests.helpers import StepClock
 
@@ -119,6 +120,43 @@ def test_execute_raises_the_first_failure_of_the_plan(disk: Target) -> None:
     missing = f"{disk.root}/never-written"
     with pytest.raises(FileNotFoundError):
         execute(disk.backend, head_plan([missing]), streams=1, clock=StepClock(), timeout=None)
+
+
+def test_a_failed_plan_is_aborted_before_its_error_goes_on(disk: Target) -> None:
+    """A split upload to the local disk holds its file open between parts: a part that
+    fails makes the abort close it, and the part's error is what the caller sees."""
+    path = f"{disk.root}/split"
+    size = 2 * 4096
+    payload = Workload(count=1, size=size, seed=3).payload_bytes(0)
+    plan = Plan(
+        phases=(
+            (Request(kind=Kind.CREATE_MULTIPART, key=path, start=0, stop=size),),
+            (
+                Request(kind=Kind.PUT_PART, key=path, start=0, stop=4096, part_number=1),
+                Request(kind=Kind.PUT_PART, key=path, start=4096, stop=size, part_number=2),
+            ),
+            (Request(kind=Kind.COMPLETE_MULTIPART, key=path),),
+        )
+    )
+
+    def refused() -> Outcome:
+        raise ConnectionResetError("part 2 refused")
+
+    def second_part_fails(job: SyncJob, position: int) -> SyncJob:
+        return SyncJob(job.kind, refused) if position == 2 else job
+
+    open_before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(ConnectionResetError, match="part 2 refused"):
+        execute(
+            disk.backend,
+            plan,
+            streams=1,
+            clock=StepClock(),
+            timeout=None,
+            bodies=[None, payload[:4096], payload[4096:], None],
+            wrap=Wrapper(lambda job, position: job, second_part_fails),
+        )
+    assert len(os.listdir("/proc/self/fd")) == open_before  # the file was closed
 
 
 # -- open_run, hold_prefix ----------------------------------------------------------------
