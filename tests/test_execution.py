@@ -35,7 +35,9 @@ from storeprobe.notices import Code
 from storeprobe.planning import Plan, head_plan
 from storeprobe.request import Kind, Outcome, Part, Request, SyncJob
 from storeprobe.target import Target
+from tests.conftest import s3_options
 from tests.helpers import StepClock
+from tests.servers import free_port
 
 
 @pytest.fixture
@@ -50,6 +52,15 @@ def memory() -> Iterator[Target]:
     yield Target(fs, root)
     if fs.exists(root):
         fs.rm(root, recursive=True)
+
+
+@pytest.fixture
+def nobody() -> Target:
+    """S3 through obstore on a loopback port nothing listens on: every request fails to
+    connect (the storage is unreachable)."""
+    return Target.from_url(
+        "s3://bench/execution", s3_options(f"http://127.0.0.1:{free_port()}"), client="obstore"
+    )
 
 
 def _write(target: Target, *names: str) -> None:
@@ -229,6 +240,17 @@ def test_delete_names_reports_each_name_it_could_not_delete_with_why(disk: Targe
     assert not Path(deleted).exists()  # the failure did not stop the rest
 
 
+def test_once_the_storage_is_unreachable_the_other_names_are_not_attempted(
+    nobody: Target,
+) -> None:
+    names = [f"{nobody.root}/run/{index}" for index in range(4)]
+    left = delete_names(nobody, names, streams=1, clock=StepClock(), timeout=5.0)
+    assert [entry.name for entry in left] == names  # every name reported, in order
+    first = left[0].reason
+    assert "error sending request" in first
+    assert [entry.reason for entry in left[1:]] == [f"not attempted: {first}"] * 3
+
+
 def test_delete_names_of_nothing_deletes_nothing(disk: Target) -> None:
     assert delete_names(disk, [], streams=4, clock=StepClock(), timeout=None) == []
 
@@ -265,19 +287,12 @@ def test_clear_prefix_drops_a_leftover_its_second_delete_removed(memory: Target)
     assert not memory.fs.exists(name)
 
 
-def test_clear_prefix_names_the_prefix_when_it_cannot_list(
-    disk: Target, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def refuse(path: str, **kwargs: object) -> list[str]:
-        raise PermissionError(13, "listing refused", path)
-
-    # this target's own filesystem instance refuses to list, as a storage's listing can
-    monkeypatch.setattr(disk.fs, "find", refuse)
-    prefix = f"{disk.root}/run"
-    (left,) = clear_prefix(disk, prefix, [], streams=1, clock=StepClock(), timeout=None)
+def test_clear_prefix_names_the_prefix_when_it_cannot_list(nobody: Target) -> None:
+    prefix = f"{nobody.root}/run"
+    (left,) = clear_prefix(nobody, prefix, [], streams=1, clock=StepClock(), timeout=5.0)
     assert left.name == prefix
-    assert left.reason.startswith("cannot list: PermissionError")
-    assert "listing refused" in left.reason
+    assert left.reason.startswith("cannot list: ")
+    assert "error sending request" in left.reason
 
 
 # -- remove_folders -----------------------------------------------------------------------
