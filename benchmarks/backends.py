@@ -110,7 +110,7 @@ def main() -> None:
                 cells = []
                 for workload in seeds:
                     for operation in ("upload", "download"):
-                        result = probe.measure(operation, workload)  # type: ignore[arg-type]
+                        result = probe.measure(operation, workload)
                         results.append(result)
                         print(f"  {name}: {result}", file=sys.stderr, flush=True)
                         key = (streams, result.probe)

@@ -41,6 +41,7 @@ step). Above 1, storeprobe is faster. ``--json`` writes every round's figures.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -57,8 +58,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from storeprobe import Probe
-from storeprobe import backup as backup_module
+from storeprobe import Probe, Result
+from storeprobe.backup import scenario as scenario_module
 from storeprobe.dataset import Tree
 from tests.conftest import s3_options
 from tests.servers import S3_KEY, S3_SECRET, Server, rclone_s3
@@ -198,22 +199,25 @@ def rclone_check(rclone: Rclone, dirs: dict[str, Path]) -> dict[str, int]:
 # -- storeprobe --------------------------------------------------------------------------
 @contextmanager
 def backup_step_walls() -> Iterator[list[float]]:
-    """Wall seconds of each backup step of the scenario (wrapping its backup method)."""
+    """Wall seconds of each backup step of the scenario (wrapping the step runner)."""
     walls: list[float] = []
-    original: Callable[..., Any] = backup_module._Scenario.backup
+    original = scenario_module._Scenario.run
 
-    def timed(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def timed(
+        self: scenario_module._Scenario, step: scenario_module._Plan, directory: Path
+    ) -> Result:
         start = time.perf_counter()
         try:
-            return original(self, *args, **kwargs)
+            return original(self, step, directory)
         finally:
-            walls.append(time.perf_counter() - start)
+            if step.kind == "backup":
+                walls.append(time.perf_counter() - start)
 
-    backup_module._Scenario.backup = timed  # type: ignore[method-assign]
+    scenario_module._Scenario.run = timed  # type: ignore[method-assign]
     try:
         yield walls
     finally:
-        backup_module._Scenario.backup = original  # type: ignore[method-assign]
+        scenario_module._Scenario.run = original  # type: ignore[method-assign]
 
 
 def storeprobe_round(options: dict[str, Any], trees: list[Tree], streams: int) -> dict[str, float]:
@@ -330,8 +334,14 @@ def main() -> None:
             for round_ in range(args.rounds):
                 for index, streams in enumerate(args.streams):
                     runs: list[tuple[str, Callable[[], dict[str, float]]]] = [
-                        ("rclone", lambda s=streams: rclone_round(rclone, server, dirs, trees, s)),
-                        ("storeprobe", lambda s=streams: storeprobe_round(options, trees, s)),
+                        (
+                            "rclone",
+                            functools.partial(rclone_round, rclone, server, dirs, trees, streams),
+                        ),
+                        (
+                            "storeprobe",
+                            functools.partial(storeprobe_round, options, trees, streams),
+                        ),
                     ]
                     if (round_ + index) % 2:
                         runs.reverse()

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from storeprobe import Probe, Workload
 from storeprobe.distributed import Window, aggregate, cluster
 from storeprobe.measurement import Measurement
+from storeprobe.settings import Settings
 from storeprobe.units import format_rate
 from tests.servers import S3_KEY, S3_SECRET, rclone_s3
 
@@ -72,13 +73,7 @@ def _plain_worker(
         target=target,
         operation=operation,  # type: ignore[arg-type]
         workload=Workload(count=1, size=size, seed=index + 1),
-        streams=4,
-        repeats=repeats,
-        verify=True,
-        timeout=300.0,
-        part_size=None,
-        stage_above=1 << 30,
-        label=None,
+        settings=Settings(streams=4, repeats=repeats, timeout=300.0, stage_above=1 << 30),
         clock=time.perf_counter_ns,
         callback=None,
         gate=gate,
@@ -128,8 +123,8 @@ def part_one(size: str, rounds: int, repeats: int) -> None:
             fleet = pair.distributed(2, client=client)
             for number in range(rounds):
                 for operation in ("upload", "download"):
-                    one = single.measure(operation, workload)  # type: ignore[arg-type]
-                    many = fleet.measure(operation, workload)  # type: ignore[arg-type]
+                    one = single.measure(operation, workload)
+                    many = fleet.measure(operation, workload)
                     figures.setdefault((operation, "2 processes × 4"), []).append(
                         plain_processes("s3://bench/plain", options, operation, size, repeats)
                     )

@@ -31,6 +31,7 @@ import os
 import statistics
 import sys
 import warnings
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -70,12 +71,13 @@ def obstore_on_gcs_emulator(port: int) -> str | None:
         retry_config={"max_retries": 0},
     )
     key = "storeprobe-benchmark-obstore-check"
-    for what, call in (
+    checks: list[tuple[str, Callable[[], object]]] = [
         ("PUT", lambda: store.put(key, b"x", use_multipart=False)),
         ("GET", lambda: store.get(key).bytes()),
         ("HEAD", lambda: store.head(key)),
         ("DELETE", lambda: store.delete(key)),
-    ):
+    ]
+    for what, call in checks:
         try:
             call()
         except Exception as exc:
@@ -125,7 +127,7 @@ def run_storage(
     workloads: dict[str, Workload],
     args: argparse.Namespace,
     figures: dict[str, Any],
-    seeds: dict[str, int | None],
+    seeds: Mapping[str, int | None],
 ) -> None:
     active = [c for c in clients if c not in figures.get("unserved", {}).get(name, {})]
     samples: dict[tuple[str, str, str, int], list[float]] = {}

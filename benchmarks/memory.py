@@ -152,7 +152,7 @@ def ratios(
                                 stage_above=stage_above,
                                 **keywords,
                             )
-                            result = probe.measure(operation, workload)  # type: ignore[arg-type]
+                            result = probe.measure(operation, workload)
                             if not result.ok:
                                 raise RuntimeError(f"{name} {operation}: {result.errors}")
                             rates[way].append(result.mib_per_s)

@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -97,14 +98,16 @@ print(json.dumps({{"held": (held[0] - base) / count, "peak": (peak - base) / cou
 """
 
 
-def run(url: str, options: dict[str, object], spec: str, operation: str, streams: int) -> dict:
+def run(
+    url: str, options: dict[str, object], spec: str, operation: str, streams: int
+) -> dict[str, Any]:
     code = CASE.format(
         root=str(ROOT), url=url, options=options, spec=spec, operation=operation, streams=streams
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{operation} {spec} at {streams} streams failed:\n{done.stderr}")
-    figures: dict = json.loads(done.stdout.strip().splitlines()[-1])
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     if figures["seconds"] is None:
         raise RuntimeError(f"{operation} {spec} on {url or 'a local disk'}: {figures['errors']}")
     return figures
@@ -143,7 +146,9 @@ def bare_local(count: int, size: int = 4096) -> tuple[float, float]:
     return upload / count * 1e6, download / count * 1e6
 
 
-def counts_table(counts: list[int], rounds: int, targets: list[str], rows: list[dict]) -> None:
+def counts_table(
+    counts: list[int], rounds: int, targets: list[str], rows: list[dict[str, Any]]
+) -> None:
     """Each case ``rounds`` times, round-robin over the counts (a drift of the machine
     hits every count alike); medians of the per-object figures, the highest peak RSS."""
     import statistics
@@ -157,7 +162,7 @@ def counts_table(counts: list[int], rounds: int, targets: list[str], rows: list[
         if name not in targets:
             continue
         for operation in ("upload", "download"):
-            runs: dict[int, list[dict]] = {count: [] for count in counts}
+            runs: dict[int, list[dict[str, Any]]] = {count: [] for count in counts}
             for _ in range(rounds):
                 for count in counts:
                     runs[count].append(run(url, {}, f"{count}x4KiB", operation, 1))
@@ -199,7 +204,7 @@ def counts_table(counts: list[int], rounds: int, targets: list[str], rows: list[
         )
 
 
-def large_table(rows: list[dict]) -> None:
+def large_table(rows: list[dict[str, Any]]) -> None:
     from tests.conftest import s3_options
     from tests.servers import rclone_s3
 
@@ -236,7 +241,7 @@ def main() -> None:
     parser.add_argument("--before", type=Path, help="another checkout: its record size too")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     record = record_bytes(ROOT)
     rows.append({"record": record})
     print("| engine record (100 000 no-op requests) | held at the window's end | peak |")

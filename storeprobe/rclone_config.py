@@ -216,7 +216,7 @@ def reveal(obscured: str, *, what: str = "value") -> str:
             "'rclone config' or 'rclone obscure'"
         )
     decryptor = Cipher(algorithms.AES(_OBSCURE_KEY), modes.CTR(data[:16])).decryptor()
-    plain = decryptor.update(data[16:]) + decryptor.finalize()
+    plain: bytes = decryptor.update(data[16:]) + decryptor.finalize()
     try:
         return plain.decode("utf-8")
     except UnicodeDecodeError:

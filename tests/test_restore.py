@@ -1,0 +1,161 @@
+"""storeprobe.restore on the local disk: a version written from fetched objects (and from
+the previous version's files already there), and the check that a directory holds
+exactly a version, byte for byte, naming what differs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from storeprobe import Workload
+from storeprobe.dataset import Tree
+from storeprobe.manifest import Chunking, Pieces, VersionMap, map_chunks, map_files
+from storeprobe.restore import assemble, verify_restore, write_fetched, write_files
+from storeprobe.sizes import Sizes
+from storeprobe.staging import Staging
+from storeprobe.units import KiB
+from storeprobe.verification import VerificationError
+
+
+@pytest.fixture
+def tree() -> Tree:
+    return Tree.generate(10, Sizes.fixed("16KiB"), seed=11)
+
+
+def _served(version: VersionMap, asked: list[str]) -> Iterator[tuple[str, bytes]]:
+    """The version's objects in the order it first uses each key, as a restore fetches
+    them; ``asked`` records each one taken."""
+    keys = list(version.objects)
+    pieces = Pieces([version.objects[key].piece for key in keys])
+    seen: set[str] = set()
+    for layout in version.layout.values():
+        for key, _ in layout:
+            if key not in seen:
+                seen.add(key)
+                asked.append(key)
+                yield key, pieces.payload_bytes(keys.index(key))
+
+
+def _only(version: VersionMap, keys: set[str]) -> Iterator[tuple[str, bytes]]:
+    return ((key, body) for key, body in _served(version, []) if key in keys)
+
+
+# -- assemble -----------------------------------------------------------------------------
+def test_a_first_restore_writes_every_file_of_the_version(tree: Tree, tmp_path: Path) -> None:
+    version = map_files("p", tree)
+    asked: list[str] = []
+    assemble(version, None, tmp_path, set(), _served(version, asked))
+    assert len(asked) == len(tree.files)
+    verify_restore(tree, tmp_path)
+    assert not list(tmp_path.rglob("*.storeprobe-part"))
+
+
+@pytest.mark.parametrize("method", ["files", "chunks"])
+def test_an_incremental_restore_fetches_only_what_the_directory_lacks(
+    tree: Tree, tmp_path: Path, method: str
+) -> None:
+    def mapped(dataset: Tree) -> VersionMap:
+        if method == "files":
+            return map_files("p", dataset)
+        return map_chunks("p", dataset, Chunking(average=4 * KiB))
+
+    evolved = tree.evolve(changed=2, added=1, deleted=1, seed=2)
+    before, after = mapped(tree), mapped(evolved)
+    assemble(before, None, tmp_path, set(), _served(before, []))
+    old = {file.path: file for file in tree.files}
+    unchanged = {file.path for file in evolved.files if old.get(file.path) == file}
+    needed = {
+        key
+        for path, layout in after.layout.items()
+        if path not in unchanged
+        for key, _ in layout
+        if key not in before.objects
+    }
+    assemble(after, before, tmp_path, unchanged, _only(after, needed))
+    verify_restore(evolved, tmp_path)
+    gone = set(old) - {file.path for file in evolved.files}
+    assert gone
+    assert not any((tmp_path / path).exists() for path in gone)
+
+
+def test_an_object_used_twice_in_one_file_is_fetched_once(tree: Tree, tmp_path: Path) -> None:
+    version = VersionMap(
+        dataset=tree,
+        objects={},
+        layout={"twice.bin": [("k1", 3), ("k1", 3), ("k2", 2)]},
+        manifest_key="p/manifests/v0000.json",
+    )
+    fetched = iter([("k1", b"abc"), ("k2", b"de")])
+    assemble(version, None, tmp_path, set(), fetched)
+    assert (tmp_path / "twice.bin").read_bytes() == b"abcabcde"
+
+
+def test_a_local_object_of_the_wrong_length_is_refused(tree: Tree, tmp_path: Path) -> None:
+    previous = VersionMap(dataset=tree, objects={}, layout={"a": [("k", 4)]}, manifest_key="m0")
+    version = VersionMap(
+        dataset=tree, objects={}, layout={"a": [("k", 4)], "b": [("k", 4)]}, manifest_key="m1"
+    )
+    (tmp_path / "a").write_bytes(b"ab")  # the previous version's file was cut short
+    with pytest.raises(OSError, match="object k has 2 bytes locally, expected 4"):
+        assemble(version, previous, tmp_path, {"a"}, iter([]))
+
+
+# -- verify_restore -----------------------------------------------------------------------
+def _restored(tree: Tree, directory: Path) -> None:
+    write_files(directory, {file.path: tree.payload(file) for file in tree.files}, [])
+
+
+def test_verify_restore_counts_extra_and_missing_files(tree: Tree, tmp_path: Path) -> None:
+    _restored(tree, tmp_path)
+    (tmp_path / "stray.txt").write_bytes(b"x")
+    (tmp_path / tree.files[0].path).unlink()
+    (tmp_path / tree.files[1].path).unlink()
+    with pytest.raises(VerificationError, match="restore differs: 1 extra, 2 missing files"):
+        verify_restore(tree, tmp_path)
+
+
+def test_verify_restore_names_the_file_the_version_and_the_first_bad_byte(
+    tree: Tree, tmp_path: Path
+) -> None:
+    _restored(tree, tmp_path)
+    file = tree.files[3]
+    path = tmp_path / file.path
+    data = bytearray(path.read_bytes())
+    data[1000] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(
+        VerificationError,
+        match=f"verification failed: {file.path} differs from version 0 at byte 1000",
+    ):
+        verify_restore(tree, tmp_path)
+
+
+def test_verify_restore_names_a_file_of_the_wrong_length(tree: Tree, tmp_path: Path) -> None:
+    _restored(tree, tmp_path)
+    file = tree.files[2]
+    with open(tmp_path / file.path, "ab") as out:
+        out.write(b"more")
+    with pytest.raises(VerificationError, match=f"{file.path} differs .* at its length"):
+        verify_restore(tree, tmp_path)
+
+
+# -- write_files, write_fetched -----------------------------------------------------------
+def test_write_files_writes_and_removes_and_leaves_no_temporary(tmp_path: Path) -> None:
+    (tmp_path / "old.txt").write_bytes(b"old")
+    write_files(tmp_path, {"a/b/c.txt": b"c", "d.txt": b"d"}, ["old.txt"])
+    files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert files == ["a/b/c.txt", "d.txt"]
+    assert (tmp_path / "a/b/c.txt").read_bytes() == b"c"
+
+
+def test_write_fetched_writes_bytes_or_a_staging_file_and_closes_it(tmp_path: Path) -> None:
+    write_fetched(tmp_path / "x" / "small", b"small")
+    assert (tmp_path / "x" / "small").read_bytes() == b"small"
+    workload = Workload(count=1, size="3MiB", seed=4)  # copied 1 MiB at a time
+    staging = Staging.of_payload(workload, 0)
+    staged = Path(staging.path)
+    write_fetched(tmp_path / "y" / "large", staging)
+    assert (tmp_path / "y" / "large").read_bytes() == workload.payload_bytes(0)
+    assert not staged.exists()  # the staging file is closed and deleted
