@@ -48,6 +48,7 @@ def cases(ep: str) -> dict[str, str]:
         "json_missing_dir": f"$SP run {W} --json /missing/dir/x.json",
         "json_not_json": f"cd $T && echo 'hello' > notes.txt && $SP run {W} --json notes.txt",
         "second_target_fails": f"mkdir ok && $SP run $T/ok s3://bench/x -o endpoint_url=http://127.0.0.1:1 -o key=somekey -o secret=somesecret {W} --json both.json; echo exit=$?; python -c 'import json; d=json.load(open(\"both.json\")); print(\"results in both.json:\", len(d[\"results\"]))'",
+        "all_targets_refused": f"$SP run $T/absent $T/gone {W} --json r.json; echo exit=$?; ls r.json",
         "compare_nothing_matched": f"$SP run {W} --json a.json >/dev/null 2>&1 && $SP run --workload 4x16KiB --repeats 1 --no-progress --json b.json >/dev/null 2>&1 && $SP compare a.json b.json --fail-slower 5%",
         # --- tracebacks -----------------------------------------------------------------
         "report_png": "cd $T && python -c 'open(\"image.png\",\"wb\").write(b\"\\x89PNG\\r\\n\\x1a\\n\" + bytes(64))' && $SP report image.png",
