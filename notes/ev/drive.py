@@ -1,9 +1,11 @@
+# ruff: noqa: E501  (exact commands and verdicts: one string each, never wrapped)
 """Run issue 22's cases before and after, on loopback only.
 
 Run as: unshare -n python notes/ev/drive.py [CASE ...]   (a network namespace whose only
 interface is lo: nothing can leave the machine). Servers: rclone serve s3 behind a
 CountingProxy (requests counted server-side). Outputs go to /tmp/ev/<case>.<tree>.txt.
 """
+
 from __future__ import annotations
 
 import os
@@ -47,11 +49,11 @@ def cases(ep: str) -> dict[str, str]:
         # --- results lost late ----------------------------------------------------------
         "json_missing_dir": f"$SP run {W} --json /missing/dir/x.json",
         "json_not_json": f"cd $T && echo 'hello' > notes.txt && $SP run {W} --json notes.txt",
-        "second_target_fails": f"mkdir ok && $SP run $T/ok s3://bench/x -o endpoint_url=http://127.0.0.1:1 -o key=somekey -o secret=somesecret {W} --json both.json; echo exit=$?; python -c 'import json; d=json.load(open(\"both.json\")); print(\"results in both.json:\", len(d[\"results\"]))'",
+        "second_target_fails": f'mkdir ok && $SP run $T/ok s3://bench/x -o endpoint_url=http://127.0.0.1:1 -o key=somekey -o secret=somesecret {W} --json both.json; echo exit=$?; python -c \'import json; d=json.load(open("both.json")); print("results in both.json:", len(d["results"]))\'',
         "all_targets_refused": f"$SP run $T/absent $T/gone {W} --json r.json; echo exit=$?; ls r.json",
         "compare_nothing_matched": f"$SP run {W} --json a.json >/dev/null 2>&1 && $SP run --workload 4x16KiB --repeats 1 --no-progress --json b.json >/dev/null 2>&1 && $SP compare a.json b.json --fail-slower 5%",
         # --- tracebacks -----------------------------------------------------------------
-        "report_png": "cd $T && python -c 'open(\"image.png\",\"wb\").write(b\"\\x89PNG\\r\\n\\x1a\\n\" + bytes(64))' && $SP report image.png",
+        "report_png": 'cd $T && python -c \'open("image.png","wb").write(b"\\x89PNG\\r\\n\\x1a\\n" + bytes(64))\' && $SP report image.png',
         "sftp_bad_port": f"$SP run sftp://host:abc/x {W}",
         "memory_colons": f"$SP run memory://x:: {W}",
         "scheduler_dead": f"$SP run --scheduler tcp://127.0.0.1:1 {W}",
@@ -104,10 +106,22 @@ def main() -> None:
                 '[targets.lab]\nurl = "s3://bench/x"\nlabel = "lab"\n[targets.lab.options]\nprofile = "wasabi"\n'
             )
             subprocess.run(
-                ["rclone", "config", "create", "wasabi", "s3", "provider=Wasabi",
-                 f"access_key_id={S3_KEY}", f"secret_access_key={S3_SECRET}", f"endpoint={ep}",
-                 "--config", str(root / "rclone.conf"), "--non-interactive"],
-                check=True, capture_output=True,
+                [
+                    "rclone",
+                    "config",
+                    "create",
+                    "wasabi",
+                    "s3",
+                    "provider=Wasabi",
+                    f"access_key_id={S3_KEY}",
+                    f"secret_access_key={S3_SECRET}",
+                    f"endpoint={ep}",
+                    "--config",
+                    str(root / "rclone.conf"),
+                    "--non-interactive",
+                ],
+                check=True,
+                capture_output=True,
             )
             for name, cmd in cases(ep).items():
                 if wanted and name not in wanted:
@@ -134,7 +148,12 @@ def main() -> None:
                     proxy.reset()
                     start = time.monotonic()
                     done = subprocess.run(
-                        ["bash", "-c", cmd], env=env, cwd=t, capture_output=True, text=True, timeout=180
+                        ["bash", "-c", cmd],
+                        env=env,
+                        cwd=t,
+                        capture_output=True,
+                        text=True,
+                        timeout=180,
                     )
                     took = time.monotonic() - start
                     text = (
@@ -143,7 +162,10 @@ def main() -> None:
                         f"--- stderr\n{done.stderr}"
                     )
                     (OUT / f"{name}.{tree}.txt").write_text(text)
-                    print(f"{name:24} {tree:6} exit={done.returncode} {took:5.1f}s proxy={proxy.requests}", flush=True)
+                    print(
+                        f"{name:24} {tree:6} exit={done.returncode} {took:5.1f}s proxy={proxy.requests}",
+                        flush=True,
+                    )
             proxy.stop()
 
 

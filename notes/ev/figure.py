@@ -4,6 +4,7 @@ python notes/ev/figure.py report FILE --plot chart.png   → the CLI's own outpu
 saved figure: its panels (axes), the bars in each, the tick labels of the value axis, and
 the legend's entries.
 """
+
 from __future__ import annotations
 
 import sys
@@ -11,8 +12,8 @@ import sys
 import matplotlib
 
 matplotlib.use("Agg")
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.patches import Rectangle  # noqa: E402
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 _save = Figure.savefig
 
@@ -22,12 +23,19 @@ def _describe(self: Figure, *args: object, **kwargs: object) -> None:
     axes = [ax for ax in self.axes if ax.get_visible()]
     print(f"[figure] {len(axes)} panel(s)")
     for ax in axes:
-        bars = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_height() and p.get_width()]
+        bars = [
+            p for p in ax.patches if isinstance(p, Rectangle) and p.get_height() and p.get_width()
+        ]
         ticks = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
         xt = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
-        print(f"  panel {ax.get_title()!r}: {len(bars)} bars; y axis {ax.get_ylabel()!r}, ticks {ticks[:8]}; x ticks {xt[:8]}")
+        title, unit = ax.get_title(), ax.get_ylabel()
+        print(
+            f"  panel {title!r}: {len(bars)} bars; y axis {unit!r}, ticks {ticks[:8]};",
+            f"x ticks {xt[:8]}",
+        )
     for legend in [*self.legends, *(ax.get_legend() for ax in self.axes if ax.get_legend())]:
-        print(f"  legend {legend.get_title().get_text()!r}: {[t.get_text() for t in legend.get_texts()]}")
+        entries = [t.get_text() for t in legend.get_texts()]
+        print(f"  legend {legend.get_title().get_text()!r}: {entries}")
     _save(self, *args, **kwargs)
 
 
@@ -39,6 +47,6 @@ if sys.argv[1] == "plot_backup":  # the library call: plot_backup(ResultSet.load
 
     plot_backup(ResultSet.load(sys.argv[2])).savefig("plot_backup.png")
 else:
-    from storeprobe.cli import main  # noqa: E402
+    from storeprobe.cli import main
 
     sys.exit(main(sys.argv[1:]))
