@@ -391,9 +391,10 @@ def docs() -> str:
 HEAD = """# Issue 22: each case, before and after
 
 Every case of issue 22's "Why", run with the exact command shown, **before** at
-`49c8787` (the last commit before the issue-22 branches: `endpoint`, `nolost`, `reports`,
-`targets`, `docs` and `workloads` all branch from it; run from `/work/wt-before`, a
-`git worktree` of it) and **after** at this branch (main `ed52cd1` plus this branch's
+`49c8787` (main's last commit before any issue-22 work: every branch merged into main since,
+`endpoint`, `nolost`, `reports`, `targets`, `docs`, `workloads` among them, has it as its
+merge base; the before tree also lacks the issue-21 and issue-23 work; run from
+`/work/wt-before`, a `git worktree` of it) and **after** at this branch (main `ed52cd1` plus this branch's
 commits), each with `PYTHONPATH=<tree> python -m storeprobe` (written `storeprobe`
 below), its working directory a fresh empty folder (`$T`).
 
@@ -413,9 +414,23 @@ How (the driver is `notes/ev/drive.py`; its raw outputs are `notes/ev/out/<case>
   2 × 1 MiB, 1 and 4 streams, 3 repeats), `res2.json` (16 × 1 MiB, 5 repeats),
   `res3.json` (local disk against a tmpfs dir, 64 × 1 MiB, 5 repeats) and `backup.json`
   (`storeprobe backup --dataset tree --size 2MiB --versions 3 --method files chunks`),
-  all written by the **before** tree, so the after tree also shows it reads old files.
-- Output: stdout's lines, then stderr's (captured apart). Status lines: `[exit CODE, wall seconds, requests counted at the loopback S3 proxy: N,
-  signed for regions [...]]`. Excerpts are the lines named in each case; long lines are
+  all written by the **before** tree (so the after tree also shows it reads old files),
+  local and memory:// only, outside the namespace; copies in `notes/ev/inputs/`:
+
+  ```bash
+  cd /tmp/evs && export PYTHONPATH=/work/wt-before
+  python -m storeprobe run /tmp/evs/loc memory://bench --streams 1 4 --workload 8x16KiB --workload 2x1MiB --repeats 3 --no-progress --json /tmp/evs/res.json
+  python -m storeprobe backup /tmp/evs/bk --dataset tree --size 2MiB --versions 3 --method files chunks --json /tmp/evs/backup.json
+  python -m storeprobe run /tmp/evs/loc memory://bench --workload 16x1MiB --repeats 5 --no-progress --json /tmp/evs/res2.json
+  python -m storeprobe run /tmp/evs/loc /dev/shm/evs --workload 64x1MiB --repeats 5 --no-progress --json /tmp/evs/res3.json
+  ```
+
+  `$S/storeprobe.toml` is `[targets.lab]` with `url = "s3://bench/x"`, `label = "lab"` and
+  `[targets.lab.options]` `profile = "wasabi"`; `$RC` is an rclone config written by
+  `rclone config create wasabi s3 provider=Wasabi access_key_id=testkey
+  secret_access_key=$SECRET endpoint=$EP`.
+- Output: stdout's lines, then stderr's (captured apart). Status lines: `[exit CODE, wall
+  seconds, requests counted at the loopback S3 proxy: N, signed for regions [...]]`. Excerpts are the lines named in each case; long lines are
   cut at 330 characters (`…`); nothing else is edited but `$TMP`, `$EP`, `$SECRET`.
   Where a command is a pipeline (`| grep`, `; python ...`), the status line's exit code is
   the last command's; storeprobe's own is then printed (`exit=N`) or shown by its error.
@@ -426,8 +441,8 @@ target here, so the obstore suggestion for file:// is shown (before) and gone (a
 a tmpfs file:// target; the progress bar's last rate trails the reported figure by a few
 per cent (1.8 % in the final run, 6 % in an earlier one); the issue's counts (11
 environment blocks, ~90 warnings, 19 top-bar entries) came from other runs and trees, so
-the counts here differ (4, 39, 17) while showing the same faults. One small bug found on the way (the closing line naming a
-`--json` file never written when every target was refused) is fixed on this branch with
+the counts here differ (4, 39, 17) while showing the same faults. One small bug found on
+the way (the closing line naming a `--json` file never written when every target was refused) is fixed on this branch with
 a test.
 """
 
