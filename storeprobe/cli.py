@@ -652,7 +652,11 @@ def _run(args: argparse.Namespace) -> int:
     _print_notices(collected)
     if refused:
         if len(urls) > 1:  # one target: its error said it all
-            kept = f"; the {len(results)} results measured are in {args.json}" if args.json else ""
+            kept = (
+                f"; the {len(results)} results measured are in {args.json}"
+                if args.json and results
+                else ""
+            )
             print(
                 f"storeprobe: {len(refused)} of {len(urls)} targets refused and were skipped: "
                 f"{', '.join(refused.values())}{kept}",

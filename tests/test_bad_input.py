@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -227,6 +228,37 @@ CASES = [
         ConfigurationError,
         "no-ca.pem' (argument client_kwargs.verify) cannot be read",
         lambda e: _cli_s3(e.tls, verify=str(e.tmp / "no-ca.pem")),
+    ),
+    Case(
+        "CA bundle that holds no certificate (client_kwargs verify)",
+        lambda e: Probe.from_url("s3://bench/bad", _verify(e.tls, str(_not_a_ca(e)))),
+        ConfigurationError,
+        "not-a-ca.pem' (argument client_kwargs.verify) holds no PEM certificate",
+        lambda e: _cli_s3(e.tls, verify=str(_not_a_ca(e))),
+    ),
+    Case(
+        "client_kwargs verify that is neither a path nor true or false",
+        lambda e: Probe.from_url("s3://bench/bad", _verify(e.tls, 5)),
+        ConfigurationError,
+        "client_kwargs['verify'] must be a path to a PEM CA bundle, True or False, not int",
+        lambda e: _cli_s3(e.tls, verify=5),
+    ),
+    Case(
+        "CA bundle variable naming no file (AWS_CA_BUNDLE)",
+        lambda e: _with_variable("AWS_CA_BUNDLE", str(e.tmp / "no-ca.pem"), lambda: _s3(e, e.tls)),
+        ConfigurationError,
+        "no-ca.pem' (env AWS_CA_BUNDLE) cannot be read",
+    ),
+    Case(
+        "HTTPS server whose certificate the CA given did not sign (s3fs)",
+        lambda e: Probe.from_url(
+            "s3://bench/bad", _verify(e.tls, _PUBLIC_ROOTS), client="s3fs", repeats=1
+        ).upload(TINY),
+        TargetUnreachableError,
+        "TLS certificate was not trusted: give the CA that signed the server's certificate "
+        "with storage option client_kwargs={'verify': 'ca.pem'}",
+        lambda e: [*_cli_s3(e.tls, verify=_PUBLIC_ROOTS), "--client", "s3fs"],
+        exit_code=1,
     ),
     Case(
         "HTTPS server whose certificate no CA given signed",
@@ -613,7 +645,15 @@ CASES = [
 
 #: files the cases write as their input (never the output of a probe)
 _INPUT_FILES = frozenset(
-    {"results.json", "chart.png", "notes.txt", "rclone.conf", "encrypted.conf", "targets.toml"}
+    {
+        "results.json",
+        "chart.png",
+        "notes.txt",
+        "rclone.conf",
+        "encrypted.conf",
+        "targets.toml",
+        "not-a-ca.pem",
+    }
 )
 
 
@@ -657,6 +697,30 @@ def _cli_raises(argv: list[str]) -> None:
 
 def _cli_memory() -> list[str]:
     return ["run", "memory://bad", "--workload", "2x1KiB", "--repeats", "1", "--no-progress"]
+
+
+#: a real CA bundle (the system's public roots), none of which signed the test server's
+#: certificate
+_PUBLIC_ROOTS = "/etc/ssl/certs/ca-certificates.crt"
+
+
+def _not_a_ca(env: Env) -> Path:
+    path = env.tmp / "not-a-ca.pem"
+    path.write_text("not a certificate\n")
+    return path
+
+
+def _with_variable(name: str, value: str, run: Callable[[], Any]) -> Any:
+    """``run()`` with the environment variable ``name`` set to ``value``, then restored."""
+    saved = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        return run()
+    finally:
+        if saved is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = saved
 
 
 def _image(env: Env) -> Path:

@@ -507,6 +507,21 @@ def test_report_checks_its_outputs_before_reading(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
 
 
+def test_every_target_refused_names_no_results_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With nothing measured, the closing line does not point at a --json file that was
+    never written ("the 0 results measured are in r.json" said so, and r.json was absent)."""
+    results = tmp_path / "r.json"
+    urls = [str(tmp_path / "absent"), str(tmp_path / "gone")]
+    argv = ["run", *urls, "--workload", "2x1KiB", "--repeats", "1", "--no-progress"]
+    assert main([*argv, "--json", str(results)]) == 1
+    err = capsys.readouterr().err
+    assert f"2 of 2 targets refused and were skipped: file://{urls[0]}, file://{urls[1]}" in err
+    assert "results measured are in" not in err
+    assert not results.exists()
+
+
 @pytest.mark.parametrize(
     ("failing", "first", "fragment"),
     [
