@@ -23,10 +23,15 @@ of its wall time preparing one request at a time. One exception: a staged upload
 a download keeps its layout's parts in flight, since memory was checked for those.
 
 The layout (how the workload is cut into requests) is decided once, before any I/O
-(:func:`storeprobe.planning.choose`). All names live under a fresh run prefix; whatever
-happens, a ``finally`` deletes every name the measurement recorded and removes the
-prefix. Failures become error notices of the Result; cleanup that cannot finish becomes
-a ``cleanup-incomplete`` warning naming what was left.
+(:func:`storeprobe.planning.choose`); the clients that write and read are decided once
+too, before the first repeat (untimed): a conditional-write check and, for a split
+download, a ranged read of a small object written for it. The Result's ``strategy``
+(:class:`~storeprobe.strategy.Strategy`) is the layout's, with the fallbacks these found.
+
+All names live under a fresh run prefix; whatever happens, a ``finally`` deletes every
+name the measurement recorded and removes the prefix. Failures become error notices of
+the Result; cleanup that cannot finish becomes a ``cleanup-incomplete`` warning naming
+what was left.
 
 At about 530 lines this module is longer than most: it is the probe's method in one
 place (the repeat loop, the cleanup bookkeeping and the untimed steps around each
@@ -44,6 +49,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
+import attrs
 from attrs import frozen
 from fsspec.callbacks import Callback
 
@@ -70,12 +76,13 @@ from storeprobe.planning import (
     head_plan,
     upload_plan,
 )
-from storeprobe.request import Body, Kind
+from storeprobe.request import Body, Kind, Part, Request
 from storeprobe.result import Result, Sample
 from storeprobe.sampling import sample_of
 from storeprobe.settings import Settings
 from storeprobe.staging import Staging
 from storeprobe.stats import stability_notices
+from storeprobe.strategy import Fallback
 from storeprobe.target import Target
 from storeprobe.timeline import stall_notice
 from storeprobe.transfer import Clock, Run
@@ -163,8 +170,12 @@ class Measurement:
         strategy = layout.strategy
         if writer is not backend:
             notices.append(_NO_CONDITIONAL_WRITE)
-            if self.operation == "upload":
-                strategy += " (no conditional writes: absence checked by HEAD before the window)"
+            if self.operation == "upload":  # a download's timed requests are plain GETs
+                strategy = attrs.evolve(strategy, fallbacks=(Fallback.ABSENCE_BY_HEAD,))
+        reader, refused = self._reader(layout, writer, prefix, written)
+        if reader is not backend:
+            strategy = attrs.evolve(strategy, reader=reader.client)
+            notices.append(_RANGES_VIA_S3FS)
         if self.operation == "download" and (suspect := backend.cache_suspect()):
             notices.append(
                 Notice(
@@ -178,7 +189,6 @@ class Measurement:
         samples: list[Sample] = []
         warmups: list[Sample] = []
         errors: list[Notice] = []
-        reader: Backend | None = None
         warmup = self.settings.warmup
         try:
             for turn in range(warmup + self.settings.repeats):
@@ -201,12 +211,9 @@ class Measurement:
                         into.append(self._upload(writer, layout, content, names, gated))
                     else:
                         assert setup is not None
+                        if refused is not None:  # the check's error, as each repeat's
+                            raise refused
                         self._setup(writer, setup, content, names)
-                        if reader is None:
-                            reader = self._reader(layout, names[0])
-                            if reader is not backend:
-                                strategy += " (ranges read with s3fs)"
-                                notices.append(_RANGES_VIA_S3FS)
                         into.append(self._download(layout, content, names, reader, gated))
                 except Exception as exc:
                     if warming:
@@ -380,16 +387,33 @@ class Measurement:
             check_sizes(heads.requests, run.outcomes, workload.object_sizes.tolist())
         backend.fs.invalidate_cache()
 
-    def _reader(self, layout: Layout, probe_key: str) -> Backend:
-        """The backend that reads this download, decided once, untimed."""
+    def _reader(
+        self, layout: Layout, writer: Backend, prefix: str, written: list[str]
+    ) -> tuple[Backend, Exception | None]:
+        """The backend that reads this download's byte ranges, decided once before the
+        run (untimed): a small object is written, the client's check reads a range of it
+        (see ``range_reader``), and the object is deleted. A check that fails is
+        returned with the backend, to fail each repeat as the ranged reads would."""
         backend = self.target.backend
-        if not layout.split:
-            return backend
+        if self.operation != "download" or not layout.split:
+            return backend, None
+        probe_key = f"{prefix}/range-read-check"
+        written.append(probe_key)
+        check = Workload(count=1, size=_RANGE_CHECK_BYTES, seed=self.workload.seed)
+        part = Part(0, 0, _RANGE_CHECK_BYTES)
+        put = Plan(phases=((Request(kind=Kind.PUT, key=probe_key, body=part),),))
         found: list[object] = []
-        bounded(lambda: found.append(backend.range_reader(probe_key)), self.settings.timeout)
+        try:
+            self._execute(writer, put, bodies=[writer.body(check, part)])
+            bounded(lambda: found.append(backend.range_reader(probe_key)), self.settings.timeout)
+        except Exception as exc:
+            return backend, exc
+        finally:
+            if not self._delete([probe_key]):
+                written.remove(probe_key)
         reader = found[0]
         assert isinstance(reader, AsyncBackend | SyncBackend)
-        return reader
+        return reader, None
 
     def _download(
         self,
@@ -514,6 +538,9 @@ _RANGES_VIA_S3FS = Notice(
 class _ShortTransferError(OSError):
     """The window moved another number of bytes than the workload has."""
 
+
+#: bytes of the object a split download's range check reads one byte of
+_RANGE_CHECK_BYTES = 1024
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 

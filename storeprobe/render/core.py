@@ -8,6 +8,7 @@ from typing import Literal, Protocol, get_args
 from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError
 from storeprobe.notices import Notice
+from storeprobe.strategy import Strategy
 from storeprobe.units import MiB, auto_rate_unit, rate_in, significant
 from storeprobe.workload import Workload
 
@@ -69,7 +70,7 @@ class ResultLike(Protocol):
     @property
     def effective_streams(self) -> int: ...
     @property
-    def strategy(self) -> str: ...
+    def strategy(self) -> Strategy: ...
     @property
     def samples(self) -> Sequence[_Rated]: ...
     @property
