@@ -43,6 +43,7 @@ from storeprobe.result import (
 from storeprobe.resultset import ResultSet, Saturation
 from storeprobe.settings import Settings
 from storeprobe.step import Step
+from storeprobe.strategy import Strategy
 from storeprobe.target import Target
 from storeprobe.targets_file import TargetsFile
 from storeprobe.timeline import Timeline
@@ -78,6 +79,7 @@ __all__ = [
     "Step",
     "StoreProbeError",
     "StoreProbeWarning",
+    "Strategy",
     "Target",
     "TargetError",
     "TargetNotFoundError",
