@@ -44,6 +44,7 @@ from storeprobe.resultset import ResultSet, Saturation
 from storeprobe.settings import Settings
 from storeprobe.step import Step
 from storeprobe.strategy import Strategy
+from storeprobe.subject import Subject
 from storeprobe.target import Target
 from storeprobe.targets_file import TargetsFile
 from storeprobe.timeline import Timeline
@@ -80,6 +81,7 @@ __all__ = [
     "StoreProbeError",
     "StoreProbeWarning",
     "Strategy",
+    "Subject",
     "Target",
     "TargetError",
     "TargetNotFoundError",

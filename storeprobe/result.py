@@ -35,6 +35,7 @@ from storeprobe.notices import Code, Notice
 from storeprobe.stats import Percentiles, Summary, percentiles, summarize
 from storeprobe.step import Step
 from storeprobe.strategy import Strategy
+from storeprobe.subject import PER_OPERATION, Subject, Unit
 from storeprobe.timeline import Timeline, timeline
 from storeprobe.units import kib_per_s, mib_per_s, mibit_per_s
 from storeprobe.workload import Workload
@@ -343,6 +344,32 @@ class Result:
     def probe(self) -> str:
         """``"upload small"``, ``"download 10 × 1 MiB"``: operation and workload."""
         return f"{self.operation} {self.workload.label}"
+
+    @property
+    def subject(self) -> Subject:
+        """What the figure counts and in which unit (see :mod:`storeprobe.subject`):
+        operations per second for ``head``, ``list`` and ``delete``, seconds per step
+        for a scenario step, else payload bytes per second. Renderers, plots and
+        comparisons read the unit here, never from the operation's name."""
+        workload = self.workload
+        if self.operation in PER_OPERATION:
+            # a metadata workload's own label keeps empty objects' 0 B (a Workload
+            # holds at least 1 byte per object)
+            label = workload.label
+            return Subject(
+                unit=Unit.OPERATIONS_PER_S,
+                operations=workload.count,
+                shape=label,
+                description=label,
+                object_size=workload.size,
+            )
+        return Subject(
+            unit=Unit.BYTES_PER_S if self.step is None else Unit.SECONDS_PER_STEP,
+            operations=workload.count,
+            shape=workload.shape,
+            description=workload.describe(),
+            object_size=workload.size,
+        )
 
     @property
     def ok(self) -> bool:
