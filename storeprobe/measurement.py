@@ -55,6 +55,7 @@ from fsspec.callbacks import Callback
 
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backends.attempts import Attempts
+from storeprobe.backends.base import Backend as BaseBackend
 from storeprobe.backends.base import Landing
 from storeprobe.errors import StoreProbeWarning
 from storeprobe.execution import (
@@ -395,7 +396,7 @@ class Measurement:
         (see ``range_reader``), and the object is deleted. A check that fails is
         returned with the backend, to fail each repeat as the ranged reads would."""
         backend = self.target.backend
-        if self.operation != "download" or not layout.split:
+        if self.operation != "download" or not layout.split or not _checks_ranges(backend):
             return backend, None
         probe_key = f"{prefix}/range-read-check"
         written.append(probe_key)
@@ -553,6 +554,14 @@ def _caller_level() -> int:
         frame = frame.f_back
         level += 1
     return level
+
+
+def _checks_ranges(backend: Backend) -> bool:
+    """True when the client checks its ranged reads before a download (it overrides
+    ``range_reader``, as obstore does); the base's answer needs no object to look at.
+    (A ``Capabilities`` flag, as ``checks_conditional_writes`` is for writes, would say
+    this in the backend's own terms.)"""
+    return type(backend).range_reader is not BaseBackend.range_reader
 
 
 def _held(layout: Layout, workload: Workload) -> int:

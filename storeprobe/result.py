@@ -296,7 +296,7 @@ class Result:
     asked; ``effective_streams`` the most requests the probe could keep in flight, and
     ``strategy`` says how (for example whether one object was split into parts): a
     :class:`~storeprobe.strategy.Strategy`, or its dict or text (read as
-    :meth:`Strategy.parse <storeprobe.strategy.Strategy.parse>` reads older documents').
+    :meth:`~storeprobe.strategy.Strategy.parse` reads older documents').
     ``samples`` has one entry per successful repeat; ``errors`` one
     :class:`~storeprobe.notices.Notice` per failed repeat; ``warnings`` notices that say
     what to check or do next. Both accept Notices or their dicts (texts are refused:
