@@ -33,7 +33,7 @@ name the measurement recorded and removes the prefix. Failures become error noti
 the Result; cleanup that cannot finish becomes a ``cleanup-incomplete`` warning naming
 what was left.
 
-At about 530 lines this module is longer than most: it is the probe's method in one
+At about 580 lines this module is longer than most: it is the probe's method in one
 place (the repeat loop, the cleanup bookkeeping and the untimed steps around each
 window), so it can be read against the docs in one sitting. Running a plan is
 :mod:`storeprobe.execution`, the wrappers around jobs :mod:`storeprobe.jobs`, the
