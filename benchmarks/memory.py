@@ -69,7 +69,7 @@ with tempfile.TemporaryDirectory(dir={work!r}) as directory:
 print(json.dumps({{
     "ok": result.ok,
     "errors": [str(error) for error in result.errors],
-    "strategy": result.strategy,
+    "strategy": str(result.strategy),
     "client": result.backend,
     "mib_per_s": result.mib_per_s if result.samples else None,
     "baseline_rss_mib": baseline,
@@ -156,7 +156,7 @@ def ratios(
                             if not result.ok:
                                 raise RuntimeError(f"{name} {operation}: {result.errors}")
                             rates[way].append(result.mib_per_s)
-                            strategies[way] = result.strategy
+                            strategies[way] = str(result.strategy)
                     memory = statistics.median(rates["memory"])
                     staged = statistics.median(rates["staged"])
                     row = {

@@ -62,7 +62,7 @@ print(json.dumps({{
     "ok": result.ok,
     "errors": [str(error) for error in result.errors],
     "requests_by_kind": result.requests_by_kind,
-    "strategy": result.strategy,
+    "strategy": str(result.strategy),
     "client": result.backend,
     "seconds": result.best_seconds if result.samples else None,
     "whole_seconds": whole,

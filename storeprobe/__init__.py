@@ -43,6 +43,8 @@ from storeprobe.result import (
 from storeprobe.resultset import ResultSet, Saturation
 from storeprobe.settings import Settings
 from storeprobe.step import Step
+from storeprobe.strategy import Strategy
+from storeprobe.subject import Subject
 from storeprobe.target import Target
 from storeprobe.targets_file import TargetsFile
 from storeprobe.timeline import Timeline
@@ -78,6 +80,8 @@ __all__ = [
     "Step",
     "StoreProbeError",
     "StoreProbeWarning",
+    "Strategy",
+    "Subject",
     "Target",
     "TargetError",
     "TargetNotFoundError",

@@ -133,6 +133,9 @@ class ProbeIdentity:
     streams: int
     environment: str | None
     target: str = field(eq=False)
+    #: the figure counts operations (metadata probes: ops/s), not bytes (B/s); set by
+    #: :meth:`of` from the result's subject, alike for every result of one probe
+    per_operation: bool = field(default=False, eq=False)
 
     @classmethod
     def of(cls, result: Result) -> ProbeIdentity:
@@ -147,17 +150,13 @@ class ProbeIdentity:
             streams=result.streams,
             environment=result.environment.label,
             target=render.target_label(result),
+            per_operation=result.subject.per_operation,
         )
 
     @property
     def probe(self) -> str:
         """``"upload small"``: operation and workload label."""
         return f"{self.operation} {self.workload}"
-
-    @property
-    def per_operation(self) -> bool:
-        """True for metadata probes, whose figure is operations per second."""
-        return self.operation in render.PER_OPERATION
 
     def __str__(self) -> str:
         streams = f"{self.streams} stream{'s' if self.streams != 1 else ''}"

@@ -62,6 +62,7 @@ from storeprobe.sampling import Window, aggregate, estimate_offset
 from storeprobe.seeds import SeedProbes
 from storeprobe.settings import Settings
 from storeprobe.stats import stability_notices
+from storeprobe.strategy import Shape, Strategy
 from storeprobe.target import Recipe, Target
 from storeprobe.transfer import Clock
 from storeprobe.workload import Workload
@@ -680,9 +681,12 @@ class _Coordinator:
             backend=first.result.backend if first is not None else self.target.client,
             streams=spec.settings.streams * count,
             effective_streams=sum(r.result.effective_streams for r in reports if r is not None),
-            strategy=f"{count} Dask workers, each "
-            + (first.result.strategy if first is not None else f"{spec.settings.streams} stream(s)")
-            + ", started together at a barrier",
+            strategy=attrs.evolve(
+                first.result.strategy
+                if first is not None
+                else Strategy(shape=Shape.STREAMS, in_flight=spec.settings.streams),
+                workers=count,
+            ),
             samples=tuple(samples),
             errors=tuple(errors),
             warnings=tuple(warnings),

@@ -23,12 +23,17 @@ of its wall time preparing one request at a time. One exception: a staged upload
 a download keeps its layout's parts in flight, since memory was checked for those.
 
 The layout (how the workload is cut into requests) is decided once, before any I/O
-(:func:`storeprobe.planning.choose`). All names live under a fresh run prefix; whatever
-happens, a ``finally`` deletes every name the measurement recorded and removes the
-prefix. Failures become error notices of the Result; cleanup that cannot finish becomes
-a ``cleanup-incomplete`` warning naming what was left.
+(:func:`storeprobe.planning.choose`); the clients that write and read are decided once
+too, before the first repeat (untimed): a conditional-write check and, for a split
+download, a ranged read of a small object written for it. The Result's ``strategy``
+(:class:`~storeprobe.strategy.Strategy`) is the layout's, with the fallbacks these found.
 
-At about 530 lines this module is longer than most: it is the probe's method in one
+All names live under a fresh run prefix; whatever happens, a ``finally`` deletes every
+name the measurement recorded and removes the prefix. Failures become error notices of
+the Result; cleanup that cannot finish becomes a ``cleanup-incomplete`` warning naming
+what was left.
+
+At about 580 lines this module is longer than most: it is the probe's method in one
 place (the repeat loop, the cleanup bookkeeping and the untimed steps around each
 window), so it can be read against the docs in one sitting. Running a plan is
 :mod:`storeprobe.execution`, the wrappers around jobs :mod:`storeprobe.jobs`, the
@@ -43,11 +48,13 @@ import warnings
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
+import attrs
 from attrs import frozen
 from fsspec.callbacks import Callback
 
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backends.attempts import Attempts
+from storeprobe.backends.base import Backend as BaseBackend
 from storeprobe.backends.base import Landing
 from storeprobe.errors import StoreProbeWarning
 from storeprobe.execution import (
@@ -67,12 +74,13 @@ from storeprobe.planning import (
     upload_plan,
 )
 from storeprobe.repeats import Housekeeping, Turn, retried_notice, run_repeats
-from storeprobe.request import Body, Kind
+from storeprobe.request import Body, Kind, Part, Request
 from storeprobe.result import Result, Sample
 from storeprobe.sampling import sample_of
 from storeprobe.settings import Settings
 from storeprobe.staging import Staging
 from storeprobe.stats import stability_notices
+from storeprobe.strategy import Fallback
 from storeprobe.target import Target
 from storeprobe.timeline import stall_notice
 from storeprobe.transfer import Clock, Run
@@ -161,8 +169,12 @@ class Measurement:
         strategy = layout.strategy
         if writer is not backend:
             notices.append(_NO_CONDITIONAL_WRITE)
-            if self.operation == "upload":
-                strategy += " (no conditional writes: absence checked by HEAD before the window)"
+            if self.operation == "upload":  # a download's timed requests are plain GETs
+                strategy = attrs.evolve(strategy, fallbacks=(Fallback.ABSENCE_BY_HEAD,))
+        reader, refused = self._reader(layout, writer, prefix, written, house)
+        if reader is not backend:
+            strategy = attrs.evolve(strategy, reader=reader.client)
+            notices.append(_RANGES_VIA_S3FS)
         if self.operation == "download" and (suspect := backend.cache_suspect()):
             notices.append(
                 Notice(
@@ -172,13 +184,11 @@ class Measurement:
         for notice in layout.notices:
             if notice.code is Code.CANNOT_SPLIT:
                 warnings.warn(str(notice), StoreProbeWarning, stacklevel=_caller_level())
-        reader: Backend | None = None
 
         def names_of(turn: Turn) -> list[str]:
             return [f"{prefix}/{turn.label}-{index:07d}" for index in range(workload.count)]
 
         def step(turn: Turn, names: list[str]) -> Sample:
-            nonlocal reader, strategy
             # a measured repeat's bytes are those it has without warm-ups (seed + repeat)
             content = workload.with_payload_seed(((workload.seed or 0) + turn.seed_offset) % 2**63)
             if writer is not backend:
@@ -186,12 +196,9 @@ class Measurement:
             if self.operation == "upload":
                 return self._upload(writer, layout, content, names, turn.repeat)
             assert setup is not None
+            if refused is not None:  # the range check's error, as each repeat's
+                raise refused
             self._setup(writer, setup, content, names)
-            if reader is None:
-                reader = self._reader(layout, names[0])
-                if reader is not backend:
-                    strategy += " (ranges read with s3fs)"
-                    notices.append(_RANGES_VIA_S3FS)
             return self._download(layout, content, names, reader, turn.repeat)
 
         def failed(turn: Turn) -> None:
@@ -309,16 +316,33 @@ class Measurement:
             check_sizes(heads.requests, run.outcomes, workload.object_sizes.tolist())
         backend.fs.invalidate_cache()
 
-    def _reader(self, layout: Layout, probe_key: str) -> Backend:
-        """The backend that reads this download, decided once, untimed."""
+    def _reader(
+        self, layout: Layout, writer: Backend, prefix: str, written: list[str], house: Housekeeping
+    ) -> tuple[Backend, Exception | None]:
+        """The backend that reads this download's byte ranges, decided once before the
+        run (untimed): a small object is written, the client's check reads a range of it
+        (see ``range_reader``), and the object is deleted. A check that fails is
+        returned with the backend, to fail each repeat as the ranged reads would."""
         backend = self.target.backend
-        if not layout.split:
-            return backend
+        if self.operation != "download" or not layout.split or not _checks_ranges(backend):
+            return backend, None
+        probe_key = f"{prefix}/range-read-check"
+        written.append(probe_key)
+        check = Workload(count=1, size=_RANGE_CHECK_BYTES, seed=self.workload.seed)
+        part = Part(0, 0, _RANGE_CHECK_BYTES)
+        put = Plan(phases=((Request(kind=Kind.PUT, key=probe_key, body=part),),))
         found: list[object] = []
-        bounded(lambda: found.append(backend.range_reader(probe_key)), self.settings.timeout)
+        try:
+            self._execute(writer, put, bodies=[writer.body(check, part)])
+            bounded(lambda: found.append(backend.range_reader(probe_key)), self.settings.timeout)
+        except Exception as exc:
+            return backend, exc
+        finally:
+            if not house.delete([probe_key]):
+                written.remove(probe_key)
         reader = found[0]
         assert isinstance(reader, AsyncBackend | SyncBackend)
-        return reader
+        return reader, None
 
     def _download(
         self,
@@ -430,6 +454,9 @@ _RANGES_VIA_S3FS = Notice(
 )
 
 
+#: bytes of the object a split download's range check reads one byte of
+_RANGE_CHECK_BYTES = 1024
+
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
@@ -441,6 +468,14 @@ def _caller_level() -> int:
         frame = frame.f_back
         level += 1
     return level
+
+
+def _checks_ranges(backend: Backend) -> bool:
+    """True when the client checks its ranged reads before a download (it overrides
+    ``range_reader``, as obstore does); the base's answer needs no object to look at.
+    (A ``Capabilities`` flag, as ``checks_conditional_writes`` is for writes, would say
+    this in the backend's own terms.)"""
+    return type(backend).range_reader is not BaseBackend.range_reader
 
 
 def _held(layout: Layout, workload: Workload) -> int:

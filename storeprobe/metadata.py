@@ -68,6 +68,7 @@ from storeprobe.result import Result, Sample
 from storeprobe.sampling import sample_of
 from storeprobe.settings import Settings
 from storeprobe.stats import stability_notices
+from storeprobe.strategy import Shape, Strategy
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Run
 from storeprobe.units import GiB, format_size, parse_size
@@ -279,12 +280,16 @@ class MetadataMeasurement:
             )
 
     # -- the Result's text -----------------------------------------------------------------
-    def _strategy(self) -> str:
-        written = f"{self.count} objects of {format_size(self.size)} written untimed; "
+    def _strategy(self) -> Strategy:
         if self.operation == "list":
-            return written + "one listing of them, page after page"
-        verb = "HEAD" if self.operation == "head" else "DELETE"
-        return written + f"one {verb} per object, {self.effective_streams} at a time"
+            return Strategy(shape=Shape.LISTING, written=self.count, object_size=self.size)
+        return Strategy(
+            shape=Shape.OBJECTS,
+            request=self.operation.upper(),
+            in_flight=self.effective_streams,
+            written=self.count,
+            object_size=self.size,
+        )
 
     def _notices(self, unconditional: bool) -> list[Notice]:
         found: list[Notice] = []

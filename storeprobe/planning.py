@@ -25,6 +25,7 @@ from storeprobe.backends.base import Capabilities
 from storeprobe.errors import ConfigurationError
 from storeprobe.notices import Code, Notice
 from storeprobe.request import Kind, Part, Request
+from storeprobe.strategy import Shape, Staged, Strategy
 from storeprobe.units import MiB, format_size
 from storeprobe.workload import Workload
 
@@ -84,7 +85,8 @@ class Layout:
     staged: bool
     #: the client's capabilities the layout was decided from
     capabilities: Capabilities
-    strategy: str
+    #: how the requests are cut, as the Result reports it
+    strategy: Strategy
     notices: tuple[Notice, ...] = ()
 
     @property
@@ -133,9 +135,9 @@ def choose(
                     fix="use at least as many objects as streams",
                 ),
             )
-        strategy = f"objects: one request per object, {effective} at a time"
+        strategy = Strategy(shape=Shape.OBJECTS, in_flight=effective, client=client)
         if whole:
-            strategy = "one object in one request, through a staged local file"
+            strategy = Strategy(shape=Shape.ONE_REQUEST, staged=Staged.WHOLE, client=client)
         return Layout(
             split=False,
             part_size=size,
@@ -159,8 +161,13 @@ def choose(
             part_size=size,
             effective_streams=1,
             staged=whole,
-            strategy=f"one object in one request ({operation} cannot be split)"
-            + (" (through a staged local file)" if whole else ""),
+            strategy=Strategy(
+                shape=Shape.ONE_REQUEST,
+                unsplit=True,
+                operation=operation,
+                staged=Staged.WHOLE if whole else None,
+                client=client,
+            ),
             notices=(note,),
             operation=operation,
             capabilities=caps,
@@ -188,12 +195,15 @@ def choose(
             ),
         )
     staged = parts > 1 and stage_above is not None and size >= stage_above
-    strategy = f"one object in {parts} parts of {format_size(part_size)}, {effective} at a time"
-    if sequential:
-        holds = "sends one request only from" if operation == "upload" else "reads one request into"
-        strategy += f" (staged through a local file; {client} {holds} memory)"
-    elif staged:
-        strategy += " (staged through a local file)"
+    strategy = Strategy(
+        shape=Shape.PARTS,
+        parts=parts,
+        part_size=part_size,
+        in_flight=effective,
+        staged=Staged.ONE_IN_MEMORY if sequential else Staged.PARTS if staged else None,
+        operation=operation,
+        client=client,
+    )
     return Layout(
         split=parts > 1,
         part_size=part_size,

@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from storeprobe.errors import ConfigurationError, MissingDependencyError
 from storeprobe.render import (
     OPS_UNIT,
-    PER_OPERATION,
     check_unit,
     resolve_unit,
     scale,
     target_label,
+    unit_of,
 )
 from storeprobe.result import Result, Sample
 from storeprobe.resultset import ResultSet
@@ -269,18 +269,16 @@ def _legend(figure: Figure, axes: Sequence[Axes], title: str) -> None:
 
 # -- probes -----------------------------------------------------------------------------------
 def _repeat_rates(result: Result) -> list[float]:
-    """Per-repeat figures: bytes per second, or operations per second (metadata probes)."""
-    if result.operation in PER_OPERATION:
-        return [result.workload.count / s.seconds for s in result.samples if s.elapsed_ns > 0]
-    return [s.bytes_per_s for s in result.samples]
+    """Per-repeat rates in the subject's rate unit (B/s, or operations per second); an
+    operation rate needs a window that lasted."""
+    subject = result.subject
+    return [
+        subject.rate(s) for s in result.samples if s.elapsed_ns > 0 or not subject.per_operation
+    ]
 
 
 def _panel_unit(members: Sequence[Result], unit: str) -> str:
-    if members[0].operation in PER_OPERATION:
-        return OPS_UNIT
-    return resolve_unit(
-        unit, [r.bytes_per_s for r in members], object_size=members[0].workload.size
-    )
+    return unit_of(members[0].subject, unit, [r.bytes_per_s for r in members])
 
 
 def _in_unit(value: float, concrete: str) -> float:

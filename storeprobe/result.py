@@ -34,6 +34,8 @@ from storeprobe.errors import ConfigurationError, ResultFormatError
 from storeprobe.notices import Code, Notice
 from storeprobe.stats import Percentiles, Summary, percentiles, summarize
 from storeprobe.step import Step
+from storeprobe.strategy import Strategy
+from storeprobe.subject import PER_OPERATION, Subject, Unit
 from storeprobe.timeline import Timeline, timeline
 from storeprobe.units import kib_per_s, mib_per_s, mibit_per_s
 from storeprobe.workload import Workload
@@ -68,6 +70,11 @@ __all__ = [
 #       "size" bytes, as in versions 1 and 2, which still load unchanged. Samples carry "responses"
 #       and "pushed_back" (absent or null: not observable); "warmup_samples" (absent: none)
 #       holds the samples of the warm-up repeats (Settings.warmup), counted in no figure.
+#       "strategy" is an object (storeprobe.strategy.Strategy.to_dict: "shape", the
+#       fields that are set, and "text", derived and ignored when read); a strategy
+#       that is a string (every version-1 and -2 document) is parsed into that value
+#       where it is one of the probe's own texts, else kept whole as a "described" one
+#       holding the text, so it renders exactly as it was written.
 #: the version of the results document that dump_results writes (history above)
 SCHEMA_VERSION = 3
 #: every version load_results reads
@@ -78,6 +85,10 @@ Operation = Literal["upload", "download", "backup", "restore", "head", "list", "
 #: the operations of the seed probes: a workload's upload and download
 Transfer = Literal["upload", "download"]
 OPERATIONS: tuple[Transfer, ...] = ("upload", "download")
+
+
+def _strategy(value: Strategy | str | dict[str, Any]) -> Strategy:
+    return Strategy.of(value)
 
 
 def _samples(value: Iterable[Sample]) -> tuple[Sample, ...]:
@@ -283,7 +294,9 @@ class Result:
     ``backend`` names the client that moved the bytes (``s3fs``, ``obstore``, ``gcsfs``,
     ``adlfs``, ``sshfs``, ``local``, or the fsspec class name). ``streams`` is what was
     asked; ``effective_streams`` the most requests the probe could keep in flight, and
-    ``strategy`` says how (for example whether one object was split into parts).
+    ``strategy`` says how (for example whether one object was split into parts): a
+    :class:`~storeprobe.strategy.Strategy`, or its dict or text (read as
+    :meth:`~storeprobe.strategy.Strategy.parse` reads older documents').
     ``samples`` has one entry per successful repeat; ``errors`` one
     :class:`~storeprobe.notices.Notice` per failed repeat; ``warnings`` notices that say
     what to check or do next. Both accept Notices or their dicts (texts are refused:
@@ -300,7 +313,7 @@ class Result:
     backend: str
     streams: int
     effective_streams: int
-    strategy: str
+    strategy: Strategy = field(converter=_strategy)
     samples: tuple[Sample, ...] = field(converter=_samples)
     errors: tuple[Notice, ...] = field(default=(), converter=_notices)
     warnings: tuple[Notice, ...] = field(default=(), converter=_notices)
@@ -331,6 +344,32 @@ class Result:
     def probe(self) -> str:
         """``"upload small"``, ``"download 10 × 1 MiB"``: operation and workload."""
         return f"{self.operation} {self.workload.label}"
+
+    @property
+    def subject(self) -> Subject:
+        """What the figure counts and in which unit (see :mod:`storeprobe.subject`):
+        operations per second for ``head``, ``list`` and ``delete``, seconds per step
+        for a scenario step, else payload bytes per second. Renderers, plots and
+        comparisons read the unit here, never from the operation's name."""
+        workload = self.workload
+        if self.operation in PER_OPERATION:
+            # a metadata workload's own label keeps empty objects' 0 B (a Workload
+            # holds at least 1 byte per object)
+            label = workload.label
+            return Subject(
+                unit=Unit.OPERATIONS_PER_S,
+                operations=workload.count,
+                shape=label,
+                description=label,
+                object_size=workload.size,
+            )
+        return Subject(
+            unit=Unit.BYTES_PER_S if self.step is None else Unit.SECONDS_PER_STEP,
+            operations=workload.count,
+            shape=workload.shape,
+            description=workload.describe(),
+            object_size=workload.size,
+        )
 
     @property
     def ok(self) -> bool:
@@ -509,7 +548,7 @@ class Result:
             "backend": self.backend,
             "streams": self.streams,
             "effective_streams": self.effective_streams,
-            "strategy": self.strategy,
+            "strategy": self.strategy.to_dict(),
             "samples": [sample.to_dict() for sample in self.samples],
             "errors": [notice.to_dict() for notice in self.errors],
             "warnings": [notice.to_dict() for notice in self.warnings],

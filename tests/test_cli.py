@@ -301,7 +301,7 @@ def test_run_stages_a_large_split_object(
     assert main([*argv, "--stage-above", "4MiB", "--json", str(results)]) == 0
     loaded = load_results(results.read_text())
     assert [r.probe for r in loaded] == ["upload 1 × 12 MiB", "download 1 × 12 MiB"]
-    assert all("(staged through a local file)" in r.strategy for r in loaded)
+    assert all("(staged through a local file)" in str(r.strategy) for r in loaded)
     assert list(staging.iterdir()) == []
     capsys.readouterr()
 

@@ -205,7 +205,7 @@ def test_gcs_split_upload_is_a_composite_upload_with_its_parts_deleted(gcs_serve
     assert result.ok, result.errors
     assert result.backend == "gcsfs"
     assert result.effective_streams == 4
-    assert result.strategy == "one object in 6 parts of 1 MiB, 4 at a time"
+    assert str(result.strategy) == "one object in 6 parts of 1 MiB, 4 at a time"
     assert not [w for w in result.warnings if w.code.value == "cannot-split"]
     # six part uploads in flight four at a time, one compose, six deletions of the parts
     assert result.samples[0].requests_by_kind == {

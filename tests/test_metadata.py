@@ -97,7 +97,7 @@ def test_streams_bound_the_requests_in_flight(operation: str, tmp_path: Path) ->
     assert result.ok, result.errors
     assert result.effective_streams == 4
     assert result.samples[0].max_in_flight <= 4
-    assert f"one {operation.upper()} per object, 4 at a time" in result.strategy
+    assert f"one {operation.upper()} per object, 4 at a time" in str(result.strategy)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -183,7 +183,7 @@ def test_file_probes_write_only_under_their_prefix(tmp_path: Path) -> None:
         "download 1 × 8 MiB",
     ]
     assert all(result.ok for result in results), [r.errors for r in results]
-    assert results[2].strategy == "one object in 8 parts of 1 MiB, 4 at a time"
+    assert str(results[2].strategy) == "one object in 8 parts of 1 MiB, 4 at a time"
     assert all(1 <= sample.max_in_flight <= 4 for sample in results[2].samples)
     assert os.listdir(tmp_path) == ["neighbour.bin"]
     assert neighbour.read_bytes() == b"precious"

@@ -60,9 +60,11 @@ def _storeprobe(s3: LoggingS3, url: str, *extra: str) -> None:
 
 def _writes(requests: Requests) -> tuple[list[int], int]:
     """The part sizes sent (sorted) and the number of single-request PUTs of payload
-    (not counting storeprobe's untimed empty PUT that checks conditional writes)."""
+    (not counting storeprobe's untimed checks before the run: the empty PUT that checks
+    conditional writes, the small object a split download's ranged read is checked on)."""
     parts = sorted(r.payload_in for r in requests.where(kind="part"))
-    puts = [r for r in requests.where(kind="put") if not r.key.endswith("conditional-write-check")]
+    checks = ("conditional-write-check", "range-read-check")
+    puts = [r for r in requests.where(kind="put") if not r.key.endswith(checks)]
     return parts, len(puts)
 
 

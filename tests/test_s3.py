@@ -25,6 +25,7 @@ from storeprobe import (
 )
 from storeprobe.measurement import Measurement
 from storeprobe.notices import Code
+from storeprobe.strategy import Fallback
 from tests.conftest import s3_options
 from tests.delay_proxy import DelayProxy
 from tests.helpers import tree
@@ -75,11 +76,12 @@ def test_in_flight_requests_counted_on_the_server_side(
     assert result.effective_streams == streams
     assert all(sample.max_in_flight == streams for sample in result.samples)
     if workload.count == 1 and streams == 4:
-        assert result.strategy.startswith("one object in 5 parts of 5 MiB, 4 at a time")
+        assert str(result.strategy).startswith("one object in 5 parts of 5 MiB, 4 at a time")
         if operation == "upload":
             assert "POST" in counting_proxy.methods  # multipart create/complete
         elif client == "obstore":  # rclone answers ranged GETs with 200: obstore refuses
-            assert result.strategy.endswith("(ranges read with s3fs)")
+            assert result.strategy.reader == "s3fs"
+            assert str(result.strategy).endswith("(ranges read with s3fs)")
             assert any(w.code is Code.RANGES_VIA_S3FS for w in result.warnings)
     assert tree(s3_bucket_dir / folder) == {}
 
@@ -156,7 +158,7 @@ def test_failed_multipart_upload_is_aborted_and_cleaned(
     assert refused in result.errors[0].message
     assert counting_proxy.methods.count("DELETE") >= 1  # AbortMultipartUpload
     assert tree(s3_bucket_dir) == before
-    assert ("staged" in result.strategy) == (stage_above == "8MiB")
+    assert ("staged" in str(result.strategy)) == (stage_above == "8MiB")
     assert list(tmp_path.iterdir()) == []  # no staging file left
 
 
@@ -232,7 +234,7 @@ def test_profile_credentials_go_through_obstore(
     assert probe.target.client == "obstore"
     results = [probe.upload(SMALLISH), probe.download(ONE_OBJECT)]
     assert [r.ok for r in results] == [True, True], [r.errors for r in results]
-    assert results[1].strategy.endswith("(ranges read with s3fs)")
+    assert str(results[1].strategy).endswith("(ranges read with s3fs)")
     assert not any(name.startswith("profile") for name in tree(s3_bucket_dir))
 
 
@@ -278,7 +280,10 @@ def test_storage_refusing_conditional_writes_gets_head_then_plain_put(
     assert result.ok, result.errors
     assert [w.code for w in result.warnings].count(Code.NO_CONDITIONAL_WRITE) == 1
     if operation == "upload":
-        assert "absence checked by HEAD" in result.strategy
+        assert result.strategy.fallbacks == (Fallback.ABSENCE_BY_HEAD,)
+        assert "absence checked by HEAD" in str(result.strategy)
+    else:  # the timed GETs are plain: the fallback touched only the untimed upload
+        assert result.strategy.fallbacks == ()
     # the check's conditional PUT, then per repeat a HEAD of every name before its PUT
     assert counting_proxy.methods.count("HEAD") >= 2 * SMALLISH.count
     assert tree(s3_bucket_dir) == before  # the check object and every object deleted

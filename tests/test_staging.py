@@ -78,7 +78,7 @@ def test_a_verification_failure_in_a_staged_download_is_caught(tmp_path: Path) -
 
     backend.after_upload = corrupt  # type: ignore[method-assign]
     result = probe.download(Workload(count=1, size="12MiB"))
-    assert "(staged through a local file)" in result.strategy
+    assert "(staged through a local file)" in str(result.strategy)
     assert f"differs from what was written at byte {9 * MiB + 5}" in result.errors[0].message
     assert os.listdir(tmp_path / "disk") == []
 
@@ -96,7 +96,7 @@ probe = Probe.from_url(sys.argv[1], streams=4, repeats=1, part_size="8MiB",
                        stage_above=sys.argv[3])
 before = high_water_kib()
 results = [probe.measure(op, workload) for op in ("upload", "download")]
-print(json.dumps({"ok": [r.ok for r in results], "strategy": results[1].strategy,
+print(json.dumps({"ok": [r.ok for r in results], "strategy": str(results[1].strategy),
                   "growth_kib": high_water_kib() - before}))
 """
 

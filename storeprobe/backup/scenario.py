@@ -47,6 +47,7 @@ from storeprobe.result import Result
 from storeprobe.sampling import combine, seconds_by_kind
 from storeprobe.settings import Settings
 from storeprobe.step import Step
+from storeprobe.strategy import Shape, Strategy
 from storeprobe.target import Target
 from storeprobe.transfer import Clock
 from storeprobe.verification import VerificationError
@@ -181,7 +182,7 @@ class _Scenario:
             backend=target.client,
             streams=self.session.streams,
             effective_streams=self.session.streams,
-            strategy=self.method.strategy(step.kind),
+            strategy=Strategy(shape=Shape.DESCRIBED, description=self.method.strategy(step.kind)),
             samples=(),
             environment=self.environment,
             step=self._step(step),

@@ -39,7 +39,6 @@ from storeprobe.render.core import (
     CROWN,
     FORMATS,
     OPS_UNIT,
-    PER_OPERATION,
     RATE_UNITS,
     TIE,
     Format,
@@ -52,6 +51,7 @@ from storeprobe.render.core import (
     rate,
     resolve_unit,
     scale,
+    unit_of,
 )
 from storeprobe.render.lines import (
     notice_lines,
@@ -92,6 +92,7 @@ from storeprobe.render.tables import (
     Table,
     render_tables,
 )
+from storeprobe.subject import PER_OPERATION
 
 __all__ = [
     "CROWN",
@@ -140,4 +141,5 @@ __all__ = [
     "results_table",
     "scale",
     "target_label",
+    "unit_of",
 ]

@@ -8,6 +8,8 @@ from typing import Literal, Protocol, get_args
 from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError
 from storeprobe.notices import Notice
+from storeprobe.strategy import Strategy
+from storeprobe.subject import Subject
 from storeprobe.units import MiB, auto_rate_unit, rate_in, significant
 from storeprobe.workload import Workload
 
@@ -22,8 +24,6 @@ FORMATS: tuple[str, ...] = get_args(Format)
 CROWN = "fastest"
 #: the mark of the fastest figures when the runner-up is not significantly slower
 TIE = "≈"
-#: operations whose figure is operations per second, not a byte rate (metadata probes)
-PER_OPERATION: tuple[str, ...] = ("head", "list", "delete")
 #: the unit of :func:`ops_per_s`
 OPS_UNIT = "ops/s"
 
@@ -43,6 +43,10 @@ _USUAL_BACKEND = {
 
 
 class _Rated(Protocol):
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def elapsed_ns(self) -> int: ...
     @property
     def bytes_per_s(self) -> float: ...
     @property
@@ -69,7 +73,9 @@ class ResultLike(Protocol):
     @property
     def effective_streams(self) -> int: ...
     @property
-    def strategy(self) -> str: ...
+    def strategy(self) -> Strategy: ...
+    @property
+    def subject(self) -> Subject: ...
     @property
     def samples(self) -> Sequence[_Rated]: ...
     @property
@@ -134,11 +140,16 @@ def rate(bytes_per_s: float, unit: str = "auto", *, object_size: int = 0) -> str
     return f"{significant(scale(bytes_per_s, concrete))} {concrete}"
 
 
-def _unit_of(result: ResultLike, unit: str) -> str:
-    if result.operation in PER_OPERATION:
+def unit_of(subject: Subject, unit: str, rates_bps: Iterable[float] = ()) -> str:
+    """The concrete unit a subject's rates are shown in: ops/s for operations, else
+    ``unit`` resolved for its byte rates (B/s) and object size (see :func:`resolve_unit`)."""
+    if subject.per_operation:
         return OPS_UNIT
-    figures = [result.bytes_per_s] if result.samples else []
-    return resolve_unit(unit, figures, object_size=result.workload.size)
+    return resolve_unit(unit, rates_bps, object_size=subject.object_size)
+
+
+def _unit_of(result: ResultLike, unit: str) -> str:
+    return unit_of(result.subject, unit, [result.bytes_per_s] if result.samples else [])
 
 
 # -- operations per second ----------------------------------------------------------------
@@ -148,12 +159,12 @@ def ops_per_s(result: ResultLike) -> float:
     For ``head`` and ``delete`` one request per object (requests ÷ window); for ``list``
     keys listed ÷ window (the pages it took are in ``requests_by_kind``).
     """
-    return result.workload.count / result.best_seconds
+    return result.subject.operations / result.best_seconds
 
 
 def median_ops_per_s(result: ResultLike) -> float:
     """Operations per second over the median window (see :func:`ops_per_s`)."""
-    return result.workload.count / result.median_seconds
+    return result.subject.operations / result.median_seconds
 
 
 def _headline(result: ResultLike, concrete: str) -> tuple[float, float]:
@@ -164,25 +175,21 @@ def _headline(result: ResultLike, concrete: str) -> tuple[float, float]:
 
 
 def _shape(result: ResultLike) -> str:
-    """``"256 × 16 KiB"``; a metadata probe's own label, which keeps empty objects' 0 B (a
-    Workload holds at least 1 byte per object)."""
-    if result.operation in PER_OPERATION:
-        return result.workload.label
-    return result.workload.shape
+    """``"256 × 16 KiB"``: the subject's shape (see :class:`~storeprobe.subject.Subject`)."""
+    return result.subject.shape
 
 
 def _described(result: ResultLike) -> str:
-    """``"small (256 × 16 KiB)"``; for a metadata probe its label (see :func:`_shape`)."""
-    return _shape(result) if result.operation in PER_OPERATION else result.workload.describe()
+    """``"small (256 × 16 KiB)"``: the subject's description."""
+    return result.subject.description
 
 
 def _rank(result: ResultLike) -> float:
-    """What makes one result faster than another of the same probe: ops/s, or B/s."""
-    return ops_per_s(result) if result.operation in PER_OPERATION else result.bytes_per_s
+    """What makes one result faster than another of the same probe: its best repeat's
+    rate (ops/s or B/s, the subject's rate unit)."""
+    return ops_per_s(result) if result.subject.per_operation else result.bytes_per_s
 
 
 def _per_repeat(result: ResultLike) -> list[float]:
-    """Each repeat's figure: ops/s for metadata probes, else B/s (for comparisons)."""
-    if result.operation in PER_OPERATION:
-        return [result.workload.count / sample.seconds for sample in result.samples]
-    return [sample.bytes_per_s for sample in result.samples]
+    """Each repeat's rate, in the subject's rate unit (for comparisons)."""
+    return [result.subject.rate(sample) for sample in result.samples]

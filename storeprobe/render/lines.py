@@ -143,7 +143,7 @@ def result_html(result: ResultLike, unit: str = "workload") -> str:
         ("median", median),
         ("repeats ok", f"{len(result.samples)} of {len(result.samples) + len(result.errors)}"),
         *((("warm-up repeats", str(len(result.warmup_samples))),) if result.warmup_samples else ()),
-        ("strategy", result.strategy),
+        ("strategy", str(result.strategy)),
         *(("error", str(notice)) for notice in result.errors),
         *(("warning", str(notice)) for notice in result.warnings),
     ]

@@ -9,8 +9,6 @@ from storeprobe.errors import ConfigurationError
 from storeprobe.notices import Code
 from storeprobe.render.core import (
     CROWN,
-    OPS_UNIT,
-    PER_OPERATION,
     TIE,
     ResultLike,
     _headline,
@@ -20,7 +18,7 @@ from storeprobe.render.core import (
     _unit_of,
     check_unit,
     ops_per_s,
-    resolve_unit,
+    unit_of,
 )
 from storeprobe.render.lines import _plural, busy_fraction, target_label
 from storeprobe.render.tables import Cell, Table
@@ -224,14 +222,8 @@ def comparison_tables(
                 ]
                 for t in targets
             ]
-            concrete = (
-                OPS_UNIT
-                if members[0].operation in PER_OPERATION
-                else resolve_unit(
-                    unit,
-                    [r.bytes_per_s for r in members if r.samples],
-                    object_size=members[0].workload.size,
-                )
+            concrete = unit_of(
+                members[0].subject, unit, [r.bytes_per_s for r in members if r.samples]
             )
             tables.append(
                 _table(
@@ -275,13 +267,12 @@ def comparison_tables(
         ]
         for key in keys
     ]
+    subjects = {probe_key(r): r.subject for r in results}  # alike within a column
     units = [
-        OPS_UNIT
-        if column[3] in PER_OPERATION
-        else resolve_unit(
+        unit_of(
+            subjects[column],
             unit,
             [r.bytes_per_s for r in results if r.samples and probe_key(r) == column],
-            object_size=column[2],
         )
         for column in columns
     ]
