@@ -29,9 +29,11 @@ download, a ranged read of a small object written for it. The Result's ``strateg
 (:class:`~storeprobe.strategy.Strategy`) is the layout's, with the fallbacks these found.
 
 All names live under a fresh run prefix; whatever happens, a ``finally`` deletes every
-name the measurement recorded and removes the prefix. Failures become error notices of
-the Result; cleanup that cannot finish becomes a ``cleanup-incomplete`` warning naming
-what was left.
+name the measurement recorded, lists the run prefix and deletes what the listing still
+shows (a PUT the client gave up on when a window failed can land after its name's
+delete), and removes the prefix (:func:`storeprobe.repeats.run_repeats`). Failures
+become error notices of the Result; cleanup that cannot finish becomes a
+``cleanup-incomplete`` warning naming what was left.
 
 At about 580 lines this module is longer than most: it is the probe's method in one
 place (the repeat loop, the cleanup bookkeeping and the untimed steps around each
@@ -205,7 +207,9 @@ class Measurement:
             if self.gate is not None and turn.repeat is not None:
                 self.gate.abandon(turn.repeat)
 
-        repeated = run_repeats(house, prefix, written, names_of, step, failed=failed)
+        # the run prefix is listed at the end: a PUT the client gave up on when a window
+        # failed (or was interrupted) can still land after its name's delete
+        repeated = run_repeats(house, prefix, written, names_of, step, failed=failed, listing=True)
         samples = repeated.samples
         notices.extend(self._judge(samples))
         if (cleanup := cleanup_notice(prefix, list(repeated.leftovers))) is not None:
