@@ -116,13 +116,15 @@ class ObstoreAzureBackend(_Cloud):
     bucket_word = "container"
     url_form = "abfs://CONTAINER[/PREFIX]"
 
-    def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
-        found = super().job(request, body, into, clock)
-        if request.kind is Kind.LIST:
-            return AsyncJob(Kind.LIST, _pages_of(found, 5000), found.inner)
-        if request.kind is Kind.PUT and request.part_size is not None:
-            return AsyncJob(Kind.PUT, _without_create(found), found.inner)
-        return found
+    def listing(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        found = super().listing(request, body, into, clock)
+        return AsyncJob(Kind.LIST, _pages_of(found, 5000), found.inner)
+
+    def put(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        found = super().put(request, body, into, clock)
+        if request.part_size is None:
+            return found
+        return AsyncJob(Kind.PUT, _without_create(found), found.inner)
 
 
 def _pages_of(job: AsyncJob, page: int) -> AsyncCall:
