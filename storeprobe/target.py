@@ -27,7 +27,7 @@ from fsspec.core import split_protocol, url_to_fs
 from fsspec.registry import known_implementations
 
 from storeprobe.backends import AsyncBackend, SyncBackend, backend_for
-from storeprobe.backends.choice import choose_client
+from storeprobe.backends.client_choice import choose_client
 from storeprobe.backends.s3_endpoint import S3Endpoint
 from storeprobe.backends.s3_trust import TLS_FIX
 from storeprobe.environment import endpoint_of
@@ -202,14 +202,14 @@ class Target:
 
         ``storage_options`` are those of the fsspec implementation (s3fs's for ``s3://``).
         ``client`` picks the client where a protocol has two
-        (:data:`storeprobe.backends.choice.CLIENTS`):
+        (:data:`storeprobe.backends.client_choice.CLIENTS`):
 
         - ``s3://``: ``"obstore"``, ``"s3fs"``, or ``"auto"``: obstore when it is installed
-          and the options translate to it (see :mod:`storeprobe.backends.s3`), else s3fs;
+          and the options translate to it (see :mod:`storeprobe.backends.s3_choice`), else s3fs;
         - ``abfs://``, ``az://``: ``"obstore"``, ``"adlfs"``, or ``"auto"``: obstore when the
-          options translate (:mod:`storeprobe.backends.azure`), else adlfs;
+          options translate (:mod:`storeprobe.backends.azure_choice`), else adlfs;
         - ``gs://``: ``"gcsfs"`` (also ``"auto"``) or ``"obstore"``
-          (:mod:`storeprobe.backends.gcs`).
+          (:mod:`storeprobe.backends.gcs_choice`).
 
         :attr:`client_reason` says why that client measures.
 

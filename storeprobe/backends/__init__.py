@@ -17,7 +17,7 @@
 
 :func:`backend_for` picks the backend of a filesystem by its class; the client choice
 for a URL whose protocol has two (obstore or s3fs for ``s3://``, gcsfs or obstore for
-``gs://``, obstore or adlfs for Azure) is in :mod:`storeprobe.backends.choice`, and
+``gs://``, obstore or adlfs for Azure) is in :mod:`storeprobe.backends.client_choice`, and
 obstore's GCS and Azure backends in :mod:`storeprobe.backends.obstore_stores`.
 To add a client: write one module with a subclass of :class:`AsyncBackend` or
 :class:`SyncBackend` (its name, protocols, extra, capabilities, ``job`` for each

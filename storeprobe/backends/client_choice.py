@@ -3,8 +3,8 @@
 One table, :data:`CLIENTS`, says which clients each protocol can be measured through;
 :func:`choose_client` picks one from ``client=`` and the storage options, and says why.
 Each protocol's own choice and options translation is in its module:
-:mod:`.s3` (obstore or s3fs), :mod:`.gcs` (gcsfs or obstore), :mod:`.azure` (obstore or
-adlfs).
+:mod:`.s3_choice` (obstore or s3fs), :mod:`.gcs_choice` (gcsfs or obstore),
+:mod:`.azure_choice` (obstore or adlfs).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 
 from attrs import frozen
 
-from storeprobe.backends.azure import AZURE_CLIENTS, choose_azure
-from storeprobe.backends.gcs import GCS_CLIENTS, choose_gcs
+from storeprobe.backends.azure_choice import AZURE_CLIENTS, choose_azure
+from storeprobe.backends.gcs_choice import GCS_CLIENTS, choose_gcs
 from storeprobe.backends.obstore import ObstoreBackend
-from storeprobe.backends.s3 import S3_CLIENTS, open_obstore, refusal, s3fs_options
+from storeprobe.backends.s3_choice import S3_CLIENTS, open_obstore, refusal, s3fs_options
 from storeprobe.backends.s3_endpoint import S3Endpoint, resolve_s3
 from storeprobe.errors import ConfigurationError
 from storeprobe.notices import Code, Notice
