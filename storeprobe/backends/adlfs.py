@@ -27,11 +27,13 @@ from storeprobe.backends.base import (
     check_bucket,
     source_of,
 )
+from storeprobe.backends.registry import ClientSpec, no_listings_cache
+from storeprobe.errors import TargetNotFoundError, TargetPermissionError
 from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request
 from storeprobe.transfer import Clock
 from storeprobe.units import MiB
 
-__all__ = ["AzureBackend"]
+__all__ = ["SPEC", "AzureBackend"]
 
 
 def _bytes(body: Body | None) -> bytes | bytearray | memoryview:
@@ -200,3 +202,28 @@ class AzureBackend(AsyncBackend):
             return Outcome()
 
         return AsyncJob(Kind.COPY, copy)
+
+
+def _options(protocol: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The listings cache off for Blob URLs (Data Lake Gen1's ``adl://`` as given)."""
+    return options if protocol == "adl" else no_listings_cache(protocol, options)
+
+
+_REFUSED = (TargetPermissionError, "check the credentials and their permissions")
+#: adlfs, the fsspec implementation of Azure Blob URLs (``adl://``: its Data Lake Gen1)
+SPEC = ClientSpec(
+    name="adlfs",
+    backend=AzureBackend,
+    modules=("adlfs",),
+    protocols=("abfs", "abfss", "az", "adl"),
+    implements=("abfs", "abfss", "az", "adl"),
+    extra="azure",
+    open_options=_options,
+    codes={
+        "ContainerNotFound": (TargetNotFoundError, "check the container and path exist"),
+        "BlobNotFound": (TargetNotFoundError, "check the container and path exist"),
+        "AuthenticationFailed": _REFUSED,
+        "AuthorizationFailure": _REFUSED,
+        "AuthorizationPermissionMismatch": _REFUSED,
+    },
+)

@@ -21,6 +21,7 @@ from storeprobe.backends.base import (
     source_of,
     unsupported,
 )
+from storeprobe.backends.registry import ClientSpec, no_listings_cache
 from storeprobe.request import (
     AsyncJob,
     Body,
@@ -34,7 +35,14 @@ from storeprobe.request import (
 )
 from storeprobe.transfer import Clock
 
-__all__ = ["FsspecAsyncBackend", "FsspecSyncBackend", "MemoryBackend", "unsupported"]
+__all__ = [
+    "HTTP",
+    "MEMORY",
+    "FsspecAsyncBackend",
+    "FsspecSyncBackend",
+    "MemoryBackend",
+    "unsupported",
+]
 
 
 def _sized(body: Body | None) -> Buffer:
@@ -201,3 +209,22 @@ class MemoryBackend(FsspecSyncBackend):
             if stored in self.fs.store:
                 raise FileExistsError(path)
             self.fs.pipe_file(stored, data)
+
+
+#: fsspec's ``memory://``
+MEMORY = ClientSpec(
+    name="memory",
+    backend=MemoryBackend,
+    modules=("fsspec.implementations.memory",),
+    protocols=("memory",),
+    implements=("memory",),
+)
+#: fsspec's ``http://``: the generic asynchronous backend, listings cache off
+HTTP = ClientSpec(
+    name="http",
+    backend=FsspecAsyncBackend,
+    modules=("fsspec.implementations.http",),
+    protocols=("http", "https"),
+    implements=("http", "https"),
+    open_options=no_listings_cache,
+)

@@ -53,11 +53,13 @@ from typing import Any
 from storeprobe.backends.attempts import Attempts, Tally
 from storeprobe.backends.base import AsyncBackend, AsyncUpload, Capabilities, Landing, check_bucket
 from storeprobe.backends.fsspec import FsspecAsyncBackend
+from storeprobe.backends.registry import ClientSpec, no_listings_cache
+from storeprobe.errors import TargetNotFoundError, TargetPermissionError
 from storeprobe.request import AsyncCall, AsyncJob, Body, Kind, Outcome, Request
 from storeprobe.transfer import Clock
 from storeprobe.units import MiB
 
-__all__ = ["GCSBackend", "check_certificate", "part_name"]
+__all__ = ["SPEC", "GCSBackend", "check_certificate", "part_name"]
 
 #: most source objects one compose request takes (GCS's limit)
 COMPOSE_LIMIT = 32
@@ -254,3 +256,21 @@ def _compose(fs: Any, key: str, names: list[str]) -> AsyncCall:
         return Outcome(wire=((Kind.COMPLETE_MULTIPART, len(batches)), (Kind.DELETE, len(names))))
 
     return compose
+
+
+#: gcsfs, the fsspec implementation (and the default client) of ``gs://``
+SPEC = ClientSpec(
+    name="gcsfs",
+    backend=GCSBackend,
+    modules=("gcsfs",),
+    protocols=("gs", "gcs"),
+    implements=("gs", "gcs"),
+    extra="gcs",
+    default_for=("gs", "gcs"),
+    open_options=no_listings_cache,
+    codes={
+        "http:404": (TargetNotFoundError, "check the bucket and path exist"),
+        "http:401": (TargetPermissionError, "check the credentials and their permissions"),
+        "http:403": (TargetPermissionError, "check the credentials and their permissions"),
+    },
+)

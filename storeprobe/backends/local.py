@@ -29,11 +29,12 @@ import sys
 from collections.abc import Callable, Sequence
 
 from storeprobe.backends.base import Capabilities, Landing, SyncBackend, SyncUpload, source_of
+from storeprobe.backends.registry import ClientSpec
 from storeprobe.request import Body, Kind, Outcome, Request, StagedFile, SyncJob
 from storeprobe.staging import CHUNK, Staging
 from storeprobe.transfer import Clock
 
-__all__ = ["LocalBackend", "evict_from_page_cache"]
+__all__ = ["SPEC", "LocalBackend", "evict_from_page_cache"]
 
 _HEAD = 64 * 1024  # bytes read before the first-byte mark
 #: sendfile copies between regular files (Linux since 2.6.33)
@@ -298,3 +299,13 @@ def evict_from_page_cache(path: str) -> None:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
+
+
+#: ``file://`` through POSIX calls
+SPEC = ClientSpec(
+    name="local",
+    backend=LocalBackend,
+    modules=("fsspec.implementations.local",),
+    protocols=("file", "local"),
+    implements=("file", "local"),
+)

@@ -52,13 +52,14 @@ from storeprobe.backends.base import (
     source_of,
 )
 from storeprobe.backends.obstore_retries import Retrier
+from storeprobe.backends.registry import ClientSpec
 from storeprobe.errors import TargetNotFoundError, TargetPermissionError
 from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request, StagedFile
 from storeprobe.staging import CHUNK, Staging
 from storeprobe.transfer import Clock
 from storeprobe.units import GiB, MiB
 
-__all__ = ["ObstoreBackend", "RangesRefusedError", "wait_for_foreign_threads"]
+__all__ = ["SPEC", "ObstoreBackend", "RangesRefusedError", "wait_for_foreign_threads"]
 
 
 #: keys in one page of an S3 listing (ListObjectsV2's maximum and default)
@@ -164,6 +165,8 @@ class ObstoreBackend(AsyncBackend):
         try:
             self.retrier.run(lambda: put(store, key, b"", mode="create"))
         except Exception as exc:
+            # obstore's errors carry no code or status (a GenericError): its message is
+            # all there is to read (s3fs's refusal is read from codes instead)
             text = str(exc)
             if "NotImplemented" not in text and "501" not in text:
                 raise
@@ -185,7 +188,7 @@ class ObstoreBackend(AsyncBackend):
         try:
             self.retrier.run(lambda: get_range(store, key, start=0, end=1))
         except Exception as exc:
-            if "non-partial response" not in str(exc):
+            if "non-partial response" not in str(exc):  # obstore's message; no code
                 raise
             if self.range_fallback is None:
                 raise RangesRefusedError(
@@ -372,3 +375,16 @@ def wait_for_foreign_threads(grace: float = EXIT_GRACE_S) -> bool:
 
 
 atexit.register(wait_for_foreign_threads)
+
+
+#: obstore, through its fsspec store (S3 here; GCS and Azure in :mod:`.obstore_stores`):
+#: the default for ``s3://`` and Azure, chosen by :mod:`.client_choice`. Its errors come
+#: as classes of its own, with no code (see :meth:`ObstoreBackend.classify`).
+SPEC = ClientSpec(
+    name="obstore",
+    backend=ObstoreBackend,
+    modules=("obstore",),
+    protocols=("s3", "s3a", "gs", "gcs", "abfs", "abfss", "az"),
+    extra="obstore",
+    default_for=("s3", "s3a", "abfs", "abfss", "az"),
+)

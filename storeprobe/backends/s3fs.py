@@ -37,6 +37,7 @@ from storeprobe.backends.base import (
     check_bucket,
     source_of,
 )
+from storeprobe.backends.registry import ClientSpec, no_listings_cache
 from storeprobe.errors import TargetNotFoundError, TargetPermissionError
 from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request, StagedFile
 from storeprobe.staging import Staging
@@ -44,7 +45,7 @@ from storeprobe.transfer import Clock
 from storeprobe.units import GiB, MiB
 from storeprobe.workload import filled_buffer
 
-__all__ = ["S3Backend", "refuses_conditional_write"]
+__all__ = ["SPEC", "S3Backend", "refuses_conditional_write"]
 
 _NO_CREDENTIALS = (
     "no AWS credentials found: pass key and secret in storage_options, set "
@@ -57,7 +58,7 @@ _NOT_IMPLEMENTED = ("NotImplemented", "501")
 def refuses_conditional_write(exc: BaseException) -> bool:
     """True when ``exc`` (or the botocore error it wraps) says the storage does not
     implement conditional writes: code NotImplemented or HTTP 501 (s3fs raises it as
-    ``OSError(ENOSYS)`` from the ClientError)."""
+    ``OSError(ENOSYS)`` from the ClientError). From codes only, never the message."""
     cause = exc.__cause__ or exc.__context__
     if cause is not None and cause is not exc and refuses_conditional_write(cause):
         return True
@@ -69,8 +70,7 @@ def refuses_conditional_write(exc: BaseException) -> bool:
         status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         if error.get("Code") in _NOT_IMPLEMENTED or status == 501:
             return True
-    text = str(exc)
-    return "NotImplemented" in text or "501" in text.split(":", 1)[0]
+    return False
 
 
 class _FileSlice(io.RawIOBase):
@@ -278,17 +278,9 @@ class S3Backend(AsyncBackend):
         self.fs.invalidate_cache()
 
     def classify(self, exc: BaseException) -> Classified | None:
-        """By botocore's error class and code, where s3fs kept them."""
+        """By botocore's error class (its error codes: :data:`SPEC`)."""
         if type(exc).__name__ == "NoCredentialsError":
             return TargetPermissionError, _NO_CREDENTIALS
-        response = getattr(exc, "response", None)
-        if not isinstance(response, dict):
-            return None
-        code = response.get("Error", {}).get("Code")
-        if code in ("NoSuchBucket", "NoSuchKey"):
-            return TargetNotFoundError, "check the bucket and path exist"
-        if code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
-            return TargetPermissionError, "check the credentials and their permissions"
         return None
 
     def body(self, workload: Payloads, part: Part) -> Body:
@@ -431,3 +423,24 @@ class S3Backend(AsyncBackend):
             return Outcome()
 
         return AsyncJob(Kind.COPY, copy)
+
+
+_MISSING = (TargetNotFoundError, "check the bucket and path exist")
+_REFUSED = (TargetPermissionError, "check the credentials and their permissions")
+#: s3fs, the fsspec implementation of ``s3://``
+SPEC = ClientSpec(
+    name="s3fs",
+    backend=S3Backend,
+    modules=("s3fs",),
+    protocols=("s3", "s3a"),
+    implements=("s3", "s3a"),
+    extra="s3",
+    open_options=no_listings_cache,
+    codes={
+        "NoSuchBucket": _MISSING,
+        "NoSuchKey": _MISSING,
+        "AccessDenied": _REFUSED,
+        "InvalidAccessKeyId": _REFUSED,
+        "SignatureDoesNotMatch": _REFUSED,
+    },
+)

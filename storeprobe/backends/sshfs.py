@@ -13,14 +13,16 @@ N channels; a split download reads ranges with ``read(size, offset)`` (sshfs's o
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
 from storeprobe.backends.base import AsyncBackend, AsyncUpload, Capabilities, Landing, source_of
+from storeprobe.backends.registry import ClientSpec
 from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request
 from storeprobe.transfer import Clock
 
-__all__ = ["SFTPBackend"]
+__all__ = ["SPEC", "SFTPBackend"]
 
 
 class SFTPUpload(AsyncUpload):
@@ -176,3 +178,31 @@ async def _missing(path: str) -> AsyncIterator[None]:
         yield
     except asyncssh.SFTPNoSuchFile as exc:
         raise FileNotFoundError(path) from exc
+
+
+def _known_hosts(protocol: str, options: dict[str, Any]) -> dict[str, Any]:
+    """sshfs's options with ``known_hosts`` set: ``~/.ssh/known_hosts``, or no known hosts
+    at all, never trusting an unknown host key (sshfs alone would pass
+    ``known_hosts=None`` to asyncssh, which accepts any host key)."""
+    if "known_hosts" in options:
+        return options
+    path = os.path.expanduser("~/.ssh/known_hosts")
+    if os.path.exists(path):
+        return {**options, "known_hosts": path}
+    try:
+        import asyncssh
+    except ImportError:
+        return {**options, "known_hosts": None}  # sshfs is missing too: the error says so
+    return {**options, "known_hosts": asyncssh.import_known_hosts("")}
+
+
+#: sshfs, the fsspec implementation of ``sftp://``
+SPEC = ClientSpec(
+    name="sshfs",
+    backend=SFTPBackend,
+    modules=("sshfs",),
+    protocols=("sftp", "ssh"),
+    implements=("sftp", "ssh"),
+    extra="ssh",
+    open_options=_known_hosts,
+)
