@@ -25,8 +25,8 @@ from storeprobe.backends.base import (
     Capabilities,
     Landing,
     check_bucket,
-    source_of,
 )
+from storeprobe.backends.fsspec import FsspecAsyncBackend
 from storeprobe.backends.registry import ClientSpec, no_listings_cache
 from storeprobe.errors import TargetNotFoundError, TargetPermissionError
 from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request
@@ -86,12 +86,11 @@ def _block_id(request: Request) -> str:
     return f"{request.part_number or 1:08d}".encode().hex()
 
 
-class AzureBackend(AsyncBackend):
-    """adlfs (see the module docstring)."""
+class AzureBackend(FsspecAsyncBackend):
+    """adlfs (see the module docstring): its own puts and gets (one request each, create-only
+    puts); HEAD, LIST, DELETE and COPY through fsspec's API, as every fsspec client."""
 
     name = "adlfs"
-    protocols = ("abfs", "abfss", "az")
-    extra = "azure"
     capabilities = Capabilities(
         splits_uploads=True, multipart_create=False, min_part_size=1 * MiB, counts_retries=True
     )
@@ -168,40 +167,6 @@ class AzureBackend(AsyncBackend):
             return Outcome(received=len(data), data=data)
 
         return AsyncJob(Kind.GET, get)
-
-    def head(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
-        fs, path = self.fs, request.key
-
-        async def head() -> Outcome:
-            return Outcome(size=int((await fs._info(path))["size"]))
-
-        return AsyncJob(Kind.HEAD, head)
-
-    def listing(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
-        fs, path = self.fs, request.key
-
-        async def listing() -> Outcome:
-            return Outcome(size=len(await fs._ls(path, detail=False)))
-
-        return AsyncJob(Kind.LIST, listing)
-
-    def delete(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
-        fs, path = self.fs, request.key
-
-        async def delete() -> Outcome:
-            await fs._rm_file(path)
-            return Outcome()
-
-        return AsyncJob(Kind.DELETE, delete)
-
-    def copy(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
-        fs, path, source = self.fs, request.key, source_of(self.name, request)
-
-        async def copy() -> Outcome:
-            await fs._cp_file(source, path)
-            return Outcome()
-
-        return AsyncJob(Kind.COPY, copy)
 
 
 def _options(protocol: str, options: dict[str, Any]) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 A backend knows one family of clients (fsspec implementations, or obstore). It declares
 
-- ``name`` (reported in Results as the client that moved the bytes), the ``protocols``
-  it serves and the ``extra`` that installs it;
+- ``name`` (reported in Results as the client that moved the bytes; the protocols it
+  serves and the extra that installs it are in its client spec, see
+  :mod:`storeprobe.backends.registry`);
 - its :class:`Capabilities`, a frozen value decided by its class (never changed during
   a run): whether one object's upload can be split, whether it reads byte ranges,
   whether it reads into a buffer the probe prepared, part-size limits...;
@@ -178,10 +179,6 @@ class Backend:
     """The housekeeping and capabilities of one client family (see the module docstring)."""
 
     name: ClassVar[str] = "generic"
-    #: fsspec protocols this backend serves (informative; the registry picks by class)
-    protocols: ClassVar[tuple[str, ...]] = ()
-    #: the storeprobe extra that installs this client (None: core dependencies)
-    extra: ClassVar[str | None] = None
     capabilities: ClassVar[Capabilities] = Capabilities()
 
     def __init__(self, fs: fsspec.AbstractFileSystem) -> None:

@@ -196,7 +196,6 @@ class MemoryBackend(FsspecSyncBackend):
     """
 
     name = "generic"
-    protocols = ("memory",)
     capabilities = Capabilities()
     _lock = threading.Lock()
 

@@ -152,8 +152,6 @@ class GCSBackend(FsspecAsyncBackend):
     """gcsfs (see the module docstring)."""
 
     name = "gcsfs"
-    protocols = ("gs", "gcs")
-    extra = "gcs"
     capabilities = Capabilities(
         splits_uploads=True, multipart_create=False, min_part_size=1 * MiB, counts_retries=True
     )

@@ -195,7 +195,6 @@ class LocalBackend(SyncBackend):
     """The local disk through POSIX calls (see the module docstring)."""
 
     name = "local"
-    protocols = ("file", "local")
     capabilities = Capabilities(
         splits_uploads=True, reads_into=True, sends_from_file=True, lands_in_file=True
     )

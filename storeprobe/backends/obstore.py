@@ -74,8 +74,6 @@ class ObstoreBackend(AsyncBackend):
     """obstore (see the module docstring)."""
 
     name = "obstore"
-    protocols = ("s3", "s3a", "gs", "az")
-    extra = "s3"
     capabilities = Capabilities(
         splits_uploads=True,
         client_multipart=True,

@@ -95,8 +95,6 @@ class ObstoreGCSBackend(_Cloud):
     """obstore's GCS store (see the module docstring)."""
 
     name = "obstore"
-    protocols = ("gs", "gcs")  # type: ignore[assignment]  # the base infers a 4-tuple
-    extra = "obstore"
     # as on S3 (XML multipart parts of at least 5 MiB), without S3's 5 GiB single-PUT limit
     capabilities = attrs.evolve(ObstoreBackend.capabilities, max_single_put=None)
 
@@ -105,8 +103,6 @@ class ObstoreAzureBackend(_Cloud):
     """obstore's Azure store (see the module docstring)."""
 
     name = "obstore"
-    protocols = ("abfs", "abfss", "az")  # type: ignore[assignment]  # as above
-    extra = "azure"
     capabilities = attrs.evolve(
         ObstoreBackend.capabilities,
         multipart_create=False,  # Put Block × N, then Put Block List

@@ -204,8 +204,6 @@ class S3Backend(AsyncBackend):
     """s3fs (see the module docstring). ``conditional=False`` puts without If-None-Match."""
 
     name = "s3fs"
-    protocols = ("s3", "s3a")
-    extra = "s3"
     capabilities = Capabilities(
         splits_uploads=True,
         reads_into=True,

@@ -51,8 +51,6 @@ class SFTPBackend(AsyncBackend):
     """sshfs (see the module docstring)."""
 
     name = "sshfs"
-    protocols = ("sftp", "ssh")
-    extra = "ssh"
     capabilities = Capabilities(splits_uploads=True, multipart_complete=False)
     upload = SFTPUpload
 
