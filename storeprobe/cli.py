@@ -29,7 +29,7 @@ import attrs
 
 from storeprobe import render
 from storeprobe._version import __version__
-from storeprobe.backends.choice import CLIENTS
+from storeprobe.backends.client_choice import CLIENTS
 from storeprobe.cli_backup import add_backup_command, run_backup
 from storeprobe.cli_compare import add_compare_command, run_compare
 from storeprobe.cli_output import check_output, save

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import os
 import re
 import secrets
 from collections.abc import Callable, Mapping
@@ -26,8 +25,9 @@ from attrs import define, field
 from fsspec.core import split_protocol, url_to_fs
 from fsspec.registry import known_implementations
 
-from storeprobe.backends import AsyncBackend, SyncBackend, backend_for
-from storeprobe.backends.choice import choose_client
+from storeprobe.backends import REGISTRY, AsyncBackend, SyncBackend, backend_for
+from storeprobe.backends.client_choice import choose_client
+from storeprobe.backends.codes import codes_of
 from storeprobe.backends.s3_endpoint import S3Endpoint
 from storeprobe.backends.s3_trust import TLS_FIX
 from storeprobe.environment import endpoint_of
@@ -46,21 +46,9 @@ from storeprobe.redaction import redact_options, redact_url, scrub, scrub_patter
 __all__ = ["EXTRAS", "Recipe", "Target", "describe_error", "translate_error"]
 
 
-#: The storeprobe extra that installs the fsspec implementation of each protocol.
-EXTRAS: dict[str, str] = {
-    "s3": "s3",
-    "s3a": "s3",
-    "gs": "gcs",
-    "gcs": "gcs",
-    "abfs": "azure",
-    "abfss": "azure",
-    "az": "azure",
-    "adl": "azure",
-    "sftp": "ssh",
-    "ssh": "ssh",
-}
-# protocols whose filesystems take a listings-cache switch
-_LISTING_CACHED = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "http", "https"})
+#: The storeprobe extra that installs the fsspec implementation of each protocol (from
+#: the client specs: :data:`storeprobe.backends.REGISTRY`).
+EXTRAS: dict[str, str] = REGISTRY.extras()
 _UNREACHABLE_NAMES = frozenset(
     {
         "EndpointConnectionError",
@@ -75,30 +63,25 @@ _UNREACHABLE_NAMES = frozenset(
 )
 _BRACKETED = re.compile(r"\[[^\]]*\]")  # an IPv6 host such as [::1]
 _MALFORMED = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:(?!//)(?![A-Za-z]:)\S")
-_MISSING_CODES = ("NoSuchBucket", "ContainerNotFound", "BucketNotFound")
-_PERMISSION_CODES = (
-    "AccessDenied",
-    "InvalidAccessKeyId",
-    "SignatureDoesNotMatch",
-    "Forbidden",
-    "AuthenticationFailed",
-    "AuthorizationFailure",
+# codes (storeprobe.backends.codes) that say what is wrong, whichever client gave them
+_MISSING_CODES = frozenset({"NoSuchBucket", "ContainerNotFound", "BucketNotFound", "http:404"})
+_PERMISSION_CODES = frozenset(
+    {
+        "AccessDenied",
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "Forbidden",
+        "AuthenticationFailed",
+        "AuthorizationFailure",
+        "http:401",
+        "http:403",
+        "EACCES",
+        "EPERM",
+    }
 )
-
-
-def _default_known_hosts() -> Any:
-    """``~/.ssh/known_hosts``, or no known hosts at all: never trust an unknown host key.
-
-    sshfs alone would pass ``known_hosts=None`` to asyncssh, which accepts any host key.
-    """
-    path = os.path.expanduser("~/.ssh/known_hosts")
-    if os.path.exists(path):
-        return path
-    try:
-        import asyncssh
-    except ImportError:
-        return None  # sshfs is missing too: the import error will say which extra
-    return asyncssh.import_known_hosts("")
+_UNREACHABLE_CODES = frozenset(
+    {"ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT", "ECONNABORTED"}
+)
 
 
 def _protocol_of(fs: fsspec.AbstractFileSystem) -> str:
@@ -202,14 +185,14 @@ class Target:
 
         ``storage_options`` are those of the fsspec implementation (s3fs's for ``s3://``).
         ``client`` picks the client where a protocol has two
-        (:data:`storeprobe.backends.choice.CLIENTS`):
+        (:data:`storeprobe.backends.client_choice.CLIENTS`):
 
         - ``s3://``: ``"obstore"``, ``"s3fs"``, or ``"auto"``: obstore when it is installed
-          and the options translate to it (see :mod:`storeprobe.backends.s3`), else s3fs;
+          and the options translate to it (see :mod:`storeprobe.backends.s3_choice`), else s3fs;
         - ``abfs://``, ``az://``: ``"obstore"``, ``"adlfs"``, or ``"auto"``: obstore when the
-          options translate (:mod:`storeprobe.backends.azure`), else adlfs;
+          options translate (:mod:`storeprobe.backends.azure_choice`), else adlfs;
         - ``gs://``: ``"gcsfs"`` (also ``"auto"``) or ``"obstore"``
-          (:mod:`storeprobe.backends.gcs`).
+          (:mod:`storeprobe.backends.gcs_choice`).
 
         :attr:`client_reason` says why that client measures.
 
@@ -253,11 +236,7 @@ class Target:
                 s3_endpoint=chosen.endpoint,
             )
         opened = options if chosen.storage_options is None else chosen.storage_options
-        kwargs = {"skip_instance_cache": True, **opened}
-        if protocol in _LISTING_CACHED:
-            kwargs.setdefault("use_listings_cache", False)
-        if protocol in ("sftp", "ssh") and "known_hosts" not in kwargs:
-            kwargs["known_hosts"] = _default_known_hosts()
+        kwargs = REGISTRY.open_options(protocol, {"skip_instance_cache": True, **opened})
         try:
             fs, path = url_to_fs(url, **kwargs)
         except ImportError:
@@ -332,9 +311,12 @@ class Target:
     def translate(self, exc: BaseException, action: str) -> StoreProbeError:
         """Map a backend exception to a :class:`TargetError` subclass, secrets scrubbed.
 
-        The backend's own mapping (its error codes or classes) is asked first."""
+        The backend's own mapping (its exception classes) is asked first, then its
+        client spec's error codes, then the codes every client shares."""
         where = f"{action} on {self.url}"
         classified = self.backend.classify(exc)
+        if classified is None and (spec := REGISTRY.for_fs(self.fs)) is not None:
+            classified = spec.classify(exc)  # the client's error codes
         if classified is not None and not isinstance(exc, StoreProbeError):
             kind, fix = classified
             return kind(f"{where}: {self.describe_error(exc)}. {fix[:1].upper()}{fix[1:]}")
@@ -385,9 +367,35 @@ def describe_error(exc: BaseException, scrubber: Callable[[str], str]) -> str:
 
 
 # a certificate the client did not trust: Python's and botocore's exception classes, and
-# what obstore (reqwest with rustls, which raises a GenericError) writes in its message
+# what obstore (reqwest with rustls, which raises a GenericError with no code or status:
+# its message is all it says) writes in its message
 _TLS_NAMES = frozenset({"SSLCertVerificationError", "SSLError", "ClientConnectorCertificateError"})
-_TLS_MARKS = ("InvalidCertificate", "CERTIFICATE_VERIFY_FAILED")
+_OBSTORE_TLS_MARKS = ("InvalidCertificate", "CERTIFICATE_VERIFY_FAILED")
+#: what obstore writes when it could not connect (reqwest's error, again with no code)
+_OBSTORE_UNREACHABLE = "error sending request"
+
+
+def _obstore_message(exc: BaseException) -> str:
+    """The messages of the obstore errors in ``exc``'s chain (obstore gives no code)."""
+    found: list[str] = []
+    current: BaseException | None = exc
+    while current is not None and len(found) < 8:
+        if type(current).__module__.startswith("obstore"):
+            found.append(str(current))
+        current = current.__cause__ or current.__context__
+    return "\n".join(found)
+
+
+# obstore writes the server's answer into its message: "... status code: 403 Forbidden:
+# <?xml ...><Error><Code>SignatureDoesNotMatch</Code>..."
+_OBSTORE_STATUS = re.compile(r"status code: (\d{3})\b")
+_OBSTORE_CODE = re.compile(r"<Code>(\w+)</Code>")
+
+
+def _obstore_codes(message: str) -> tuple[str, ...]:
+    """The HTTP status and the service's error code written in obstore's ``message``."""
+    statuses = [f"http:{status}" for status in _OBSTORE_STATUS.findall(message)]
+    return (*statuses, *_OBSTORE_CODE.findall(message))
 
 
 def translate_error(
@@ -398,12 +406,9 @@ def translate_error(
         return exc
     text = f"{where}: {describe_error(exc, scrubber)}"
     names = {klass.__name__ for klass in type(exc).__mro__}
-    message = str(exc)
-    if (
-        isinstance(exc, FileNotFoundError)
-        or "NotFoundError" in names
-        or any(code in message for code in _MISSING_CODES)
-    ):
+    message = _obstore_message(exc)
+    codes = frozenset((*codes_of(exc), *_obstore_codes(message)))
+    if isinstance(exc, FileNotFoundError) or "NotFoundError" in names or codes & _MISSING_CODES:
         return TargetNotFoundError(f"{text}. Check the bucket, container or path exists")
     if "HostKeyNotVerifiable" in names:
         return TargetPermissionError(
@@ -415,17 +420,18 @@ def translate_error(
         or "PermissionDenied" in names
         or "PermissionDeniedError" in names
         or "UnauthenticatedError" in names
-        or any(code in message for code in _PERMISSION_CODES)
+        or codes & _PERMISSION_CODES
     ):
         return TargetPermissionError(f"{text}. Check the credentials and their permissions")
-    if names & _TLS_NAMES or any(mark in message for mark in _TLS_MARKS):
+    if names & _TLS_NAMES or any(mark in message for mark in _OBSTORE_TLS_MARKS):
         return TargetUnreachableError(
             f"{text}. The server's TLS certificate was not trusted: {TLS_FIX}"
         )
     if (
         isinstance(exc, ConnectionError | TimeoutError | asyncio.TimeoutError)
         or names & _UNREACHABLE_NAMES
-        or "error sending request" in message  # obstore (reqwest) could not connect
+        or codes & _UNREACHABLE_CODES
+        or _OBSTORE_UNREACHABLE in message
     ):
         return TargetUnreachableError(
             f"{text}. Check the endpoint address, that the server runs, and the network"

@@ -18,9 +18,9 @@ import fsspec
 import pytest
 
 from storeprobe import ConfigurationError, Probe, Workload
-from storeprobe.backends.azure import translate_adlfs
-from storeprobe.backends.choice import CLIENTS, choose_client
-from storeprobe.backends.gcs import translate_gcsfs
+from storeprobe.backends.azure_choice import translate_adlfs
+from storeprobe.backends.client_choice import CLIENTS, choose_client
+from storeprobe.backends.gcs_choice import translate_gcsfs
 from storeprobe.backends.obstore_stores import ObstoreAzureBackend, ObstoreGCSBackend
 from storeprobe.notices import Code
 from storeprobe.target import Target

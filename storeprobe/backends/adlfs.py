@@ -21,18 +21,19 @@ from typing import Any
 from storeprobe.backends.attempts import Attempts, Tally
 from storeprobe.backends.base import (
     AsyncBackend,
-    AsyncBound,
+    AsyncUpload,
     Capabilities,
     Landing,
-    arrange,
     check_bucket,
 )
-from storeprobe.backends.fsspec import unsupported
+from storeprobe.backends.fsspec import FsspecAsyncBackend
+from storeprobe.backends.registry import ClientSpec, no_listings_cache
+from storeprobe.errors import TargetNotFoundError, TargetPermissionError
 from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request
 from storeprobe.transfer import Clock
 from storeprobe.units import MiB
 
-__all__ = ["AzureBackend"]
+__all__ = ["SPEC", "AzureBackend"]
 
 
 def _bytes(body: Body | None) -> bytes | bytearray | memoryview:
@@ -41,15 +42,59 @@ def _bytes(body: Body | None) -> bytes | bytearray | memoryview:
     return body
 
 
-class AzureBackend(AsyncBackend):
-    """adlfs (see the module docstring)."""
+class AzureUpload(AsyncUpload):
+    """Staged blocks of one plan: each part a Put Block, then a Put Block List naming them."""
+
+    def __init__(self, backend: AsyncBackend, requests: Sequence[Request], clock: Clock) -> None:
+        super().__init__(backend, requests, clock)
+        self.blocks: dict[str, list[str]] = {}
+        for request in requests:
+            if request.kind is Kind.PUT_PART:
+                self.blocks.setdefault(request.key, []).append(_block_id(request))
+
+    def part(self, request: Request, body: Body | None) -> AsyncJob:
+        service = self.fs.service_client
+        container, blob, _ = self.fs.split_path(request.key)
+        data, block_id = _bytes(body), _block_id(request)
+
+        async def stage() -> Outcome:
+            # the SDK takes bytes, not views: a staged part is copied here (in the window)
+            sent = bytes(data) if isinstance(data, memoryview) else data
+            async with service.get_blob_client(container, blob) as client:
+                await client.stage_block(block_id, sent, length=len(sent))
+            return Outcome(sent=len(data))
+
+        return AsyncJob(Kind.PUT_PART, stage)
+
+    def complete(self, request: Request, body: Body | None) -> AsyncJob:
+        service = self.fs.service_client
+        container, blob, _ = self.fs.split_path(request.key)
+        names = self.blocks[request.key]
+
+        async def commit() -> Outcome:
+            from azure.core import MatchConditions
+
+            async with service.get_blob_client(container, blob) as client:
+                await client.commit_block_list(names, match_condition=MatchConditions.IfMissing)
+            return Outcome()
+
+        return AsyncJob(Kind.COMPLETE_MULTIPART, commit)
+
+
+def _block_id(request: Request) -> str:
+    """The block id of a part: its number, 8 digits, hex-encoded."""
+    return f"{request.part_number or 1:08d}".encode().hex()
+
+
+class AzureBackend(FsspecAsyncBackend):
+    """adlfs (see the module docstring): its own puts and gets (one request each, create-only
+    puts); HEAD, LIST, DELETE and COPY through fsspec's API, as every fsspec client."""
 
     name = "adlfs"
-    protocols = ("abfs", "abfss", "az")
-    extra = "azure"
     capabilities = Capabilities(
         splits_uploads=True, multipart_create=False, min_part_size=1 * MiB, counts_retries=True
     )
+    upload = AzureUpload
 
     def __init__(self, fs: Any) -> None:
         super().__init__(fs)
@@ -104,98 +149,46 @@ class AzureBackend(AsyncBackend):
         """``bytes``: the Azure SDK cannot upload a bytearray."""
         return workload.payload_bytes(part.index, part.start, part.stop)
 
-    def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
-        fs, path, kind = self.fs, request.key, request.kind
-        if kind is Kind.PUT:
-            data = _bytes(body)
+    def put(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        fs, path, data = self.fs, request.key, _bytes(body)
 
-            async def put() -> Outcome:
-                await fs._pipe_file(path, data, overwrite=False, max_concurrency=1)
-                return Outcome(sent=len(data))
+        async def put() -> Outcome:
+            await fs._pipe_file(path, data, overwrite=False, max_concurrency=1)
+            return Outcome(sent=len(data))
 
-            return AsyncJob(kind, put)
-        if kind is Kind.GET:
-            start, stop = request.start, request.stop
+        return AsyncJob(Kind.PUT, put)
 
-            async def get() -> Outcome:
-                data = await fs._cat_file(path, start=start, end=stop, max_concurrency=1)
-                return Outcome(received=len(data), data=data)
+    def get(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        fs, path = self.fs, request.key
+        start, stop = request.start, request.stop
 
-            return AsyncJob(kind, get)
-        if kind is Kind.HEAD:
+        async def get() -> Outcome:
+            data = await fs._cat_file(path, start=start, end=stop, max_concurrency=1)
+            return Outcome(received=len(data), data=data)
 
-            async def head() -> Outcome:
-                return Outcome(size=int((await fs._info(path))["size"]))
+        return AsyncJob(Kind.GET, get)
 
-            return AsyncJob(kind, head)
-        if kind is Kind.LIST:
 
-            async def listing() -> Outcome:
-                return Outcome(size=len(await fs._ls(path, detail=False)))
+def _options(protocol: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The listings cache off for Blob URLs (Data Lake Gen1's ``adl://`` as given)."""
+    return options if protocol == "adl" else no_listings_cache(protocol, options)
 
-            return AsyncJob(kind, listing)
-        if kind is Kind.DELETE:
 
-            async def delete() -> Outcome:
-                await fs._rm_file(path)
-                return Outcome()
-
-            return AsyncJob(kind, delete)
-        if kind is Kind.COPY and request.source is not None:
-            source = request.source
-
-            async def copy() -> Outcome:
-                await fs._cp_file(source, path)
-                return Outcome()
-
-            return AsyncJob(kind, copy)
-        raise unsupported(self.name, request)
-
-    def bind(
-        self,
-        phases: Sequence[Sequence[Request]],
-        bodies: Sequence[Body | None],
-        landings: Sequence[Landing],
-        clock: Clock,
-    ) -> AsyncBound:
-        """Jobs for ``phases``; a block list names the blocks its parts staged."""
-        requests = [request for phase in phases for request in phase]
-        if not any(r.kind is Kind.PUT_PART for r in requests):
-            return super().bind(phases, bodies, landings, clock)
-        service = self.fs.service_client
-        blocks: dict[str, list[str]] = {}
-        for request in requests:
-            if request.kind is Kind.PUT_PART:
-                number = request.part_number or 1
-                blocks.setdefault(request.key, []).append(f"{number:08d}".encode().hex())
-
-        def step(request: Request, body: Body | None, into: Landing) -> AsyncJob:
-            container, blob, _ = self.fs.split_path(request.key)
-            if request.kind is Kind.PUT_PART:
-                data = _bytes(body)
-                block_id = f"{request.part_number or 1:08d}".encode().hex()
-
-                async def stage() -> Outcome:
-                    # the SDK takes bytes, not views: a staged part is copied here (in the window)
-                    sent = bytes(data) if isinstance(data, memoryview) else data
-                    async with service.get_blob_client(container, blob) as client:
-                        await client.stage_block(block_id, sent, length=len(sent))
-                    return Outcome(sent=len(data))
-
-                return AsyncJob(request.kind, stage)
-            if request.kind is Kind.COMPLETE_MULTIPART:
-                names = blocks[request.key]
-
-                async def commit() -> Outcome:
-                    from azure.core import MatchConditions
-
-                    async with service.get_blob_client(container, blob) as client:
-                        await client.commit_block_list(
-                            names, match_condition=MatchConditions.IfMissing
-                        )
-                    return Outcome()
-
-                return AsyncJob(request.kind, commit)
-            return self.job(request, body, into, clock)
-
-        return AsyncBound(phases=arrange(phases, bodies, landings, step))
+_REFUSED = (TargetPermissionError, "check the credentials and their permissions")
+#: adlfs, the fsspec implementation of Azure Blob URLs (``adl://``: its Data Lake Gen1)
+SPEC = ClientSpec(
+    name="adlfs",
+    backend=AzureBackend,
+    modules=("adlfs",),
+    protocols=("abfs", "abfss", "az", "adl"),
+    implements=("abfs", "abfss", "az", "adl"),
+    extra="azure",
+    open_options=_options,
+    codes={
+        "ContainerNotFound": (TargetNotFoundError, "check the container and path exist"),
+        "BlobNotFound": (TargetNotFoundError, "check the container and path exist"),
+        "AuthenticationFailed": _REFUSED,
+        "AuthorizationFailure": _REFUSED,
+        "AuthorizationPermissionMismatch": _REFUSED,
+    },
+)

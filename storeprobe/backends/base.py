@@ -2,8 +2,9 @@
 
 A backend knows one family of clients (fsspec implementations, or obstore). It declares
 
-- ``name`` (reported in Results as the client that moved the bytes), the ``protocols``
-  it serves and the ``extra`` that installs it;
+- ``name`` (reported in Results as the client that moved the bytes; the protocols it
+  serves and the extra that installs it are in its client spec, see
+  :mod:`storeprobe.backends.registry`);
 - its :class:`Capabilities`, a frozen value decided by its class (never changed during
   a run): whether one object's upload can be split, whether it reads byte ranges,
   whether it reads into a buffer the probe prepared, part-size limits...;
@@ -13,39 +14,66 @@ A backend knows one family of clients (fsspec implementations, or obstore). It d
 
 :class:`AsyncBackend` and :class:`SyncBackend` turn a plan's requests into jobs
 (:meth:`bind`): coroutine functions for asynchronous clients, callables for
-synchronous ones. Each job makes one request and returns an Outcome. Nothing a backend
-holds changes during a run; per-plan state (an open file, a multipart upload id) lives
-in the jobs ``bind`` returns.
+synchronous ones. Each job makes one request and returns an Outcome. Two tables say
+which code makes which request:
+
+- :data:`HOOKS`: kind → the backend's method (``put``, ``get``, ``head``, ``listing``,
+  ``delete``, ``copy``, ``link``, ``rename``). A backend defines only the hooks of the
+  requests it makes; the others raise :class:`~storeprobe.errors.ConfigurationError`.
+- :data:`STEPS`: the kinds of a multipart upload → the method of the plan's upload object
+  (``create``, ``part``, ``complete``), an :class:`AsyncUpload` / :class:`SyncUpload`
+  subclass named by the backend's ``upload``. One is made per plan, so the state its
+  steps share (an upload id, the parts' tags, an open file, a block list) lives there
+  and nowhere else; its ``abort`` undoes a half-done upload after a failure.
+
+Nothing a backend holds changes during a run.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Sequence
+from abc import ABC
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import ClassVar, TypeVar
+from types import MappingProxyType
+from typing import ClassVar, Generic, NoReturn, TypeVar
 
 import fsspec
 from attrs import frozen
 
 from storeprobe.backends.attempts import Attempts
-from storeprobe.errors import TargetError, TargetNotFoundError
-from storeprobe.request import AsyncJob, Body, Buffer, Part, Payloads, Request, StagedFile, SyncJob
+from storeprobe.errors import ConfigurationError, TargetError, TargetNotFoundError
+from storeprobe.request import (
+    AsyncJob,
+    Body,
+    Buffer,
+    Kind,
+    Part,
+    Payloads,
+    Request,
+    StagedFile,
+    SyncJob,
+)
 from storeprobe.staging import Staging
 from storeprobe.transfer import Clock
 
 __all__ = [
+    "HOOKS",
+    "STEPS",
     "AsyncBackend",
     "AsyncBound",
+    "AsyncUpload",
     "Backend",
     "Capabilities",
     "Classified",
     "Landing",
     "SyncBackend",
     "SyncBound",
+    "SyncUpload",
     "arrange",
     "check_bucket",
     "check_directory",
+    "source_of",
+    "unsupported",
 ]
 
 #: how a backend maps one of its errors: storeprobe's error class and what to do
@@ -53,6 +81,43 @@ Classified = tuple[type[TargetError], str]
 #: where a read lands: a buffer the probe prepared before the window, a staging file the
 #: client writes a whole object into as it arrives (see storeprobe.staging), or None
 Landing = bytearray | memoryview | Staging | None
+
+#: the backend's method that makes each kind of request (outside a multipart upload)
+HOOKS: Mapping[Kind, str] = MappingProxyType(
+    {
+        Kind.PUT: "put",
+        Kind.GET: "get",
+        Kind.HEAD: "head",
+        Kind.LIST: "listing",
+        Kind.DELETE: "delete",
+        Kind.COPY: "copy",
+        Kind.LINK: "link",
+        Kind.RENAME: "rename",
+    }
+)
+#: the upload object's method that makes each step of a multipart upload
+STEPS: Mapping[Kind, str] = MappingProxyType(
+    {
+        Kind.CREATE_MULTIPART: "create",
+        Kind.PUT_PART: "part",
+        Kind.COMPLETE_MULTIPART: "complete",
+    }
+)
+
+
+def unsupported(backend: str, request: Request) -> ConfigurationError:
+    """The error for a request kind a backend does not make."""
+    return ConfigurationError(
+        f"the {backend} backend cannot make {request.kind.value} requests: "
+        "plan them only where the backend's capabilities allow"
+    )
+
+
+def source_of(backend: str, request: Request) -> str:
+    """The name a copy, link or rename starts from; a request without one is refused."""
+    if request.source is None:
+        raise unsupported(backend, request)
+    return request.source
 
 
 @frozen(kw_only=True)
@@ -114,10 +179,6 @@ class Backend:
     """The housekeeping and capabilities of one client family (see the module docstring)."""
 
     name: ClassVar[str] = "generic"
-    #: fsspec protocols this backend serves (informative; the registry picks by class)
-    protocols: ClassVar[tuple[str, ...]] = ()
-    #: the storeprobe extra that installs this client (None: core dependencies)
-    extra: ClassVar[str | None] = None
     capabilities: ClassVar[Capabilities] = Capabilities()
 
     def __init__(self, fs: fsspec.AbstractFileSystem) -> None:
@@ -192,12 +253,124 @@ class Backend:
         return StagedFile(path=Path(staging.path), size=staging.size)
 
 
-class AsyncBackend(Backend, ABC):
+_J = TypeVar("_J", AsyncJob, SyncJob)
+
+
+class _Hooks(Backend, Generic[_J]):
+    """The per-kind hooks of :data:`HOOKS`: each makes the job for one request that
+    shares no state with other requests. A hook a backend does not define refuses."""
+
+    def _refuse(self, request: Request) -> NoReturn:
+        raise unsupported(self.client, request)
+
+    def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> _J:
+        """The job for ``request``, made by the hook :data:`HOOKS` names for its kind."""
+        name = HOOKS.get(request.kind)
+        if name is None:
+            self._refuse(request)
+        hook: Callable[[Request, Body | None, Landing, Clock], _J] = getattr(self, name)
+        return hook(request, body, into, clock)
+
+    def put(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> _J:
+        """One whole object written from ``body``."""
+        self._refuse(request)
+
+    def get(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> _J:
+        """One object, or its byte range, read (into ``into`` where the client can)."""
+        self._refuse(request)
+
+    def head(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> _J:
+        """One object's size asked (``Outcome.size``)."""
+        self._refuse(request)
+
+    def listing(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> _J:
+        """The names under ``request.key`` listed (``Outcome.size``: how many)."""
+        self._refuse(request)
+
+    def delete(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> _J:
+        """One object deleted."""
+        self._refuse(request)
+
+    def copy(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> _J:
+        """``request.source`` copied to ``request.key`` on the storage's side."""
+        self._refuse(request)
+
+    def link(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> _J:
+        """``request.key`` made a hard link to ``request.source`` (file systems)."""
+        self._refuse(request)
+
+    def rename(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> _J:
+        """``request.source`` renamed to ``request.key``, replacing it (file systems)."""
+        self._refuse(request)
+
+
+class _Upload(Generic[_J]):
+    """The multipart uploads of one plan (see the module docstring): made by ``bind``
+    with the backend, every request of the plan and the clock, before the window."""
+
+    def __init__(self, backend: _Hooks[_J], requests: Sequence[Request], clock: Clock) -> None:
+        self.backend: _Hooks[_J] = backend
+        self.fs = backend.fs
+        self.clock = clock
+
+    def step(self, request: Request, body: Body | None) -> _J:
+        """The job for one step, made by the method :data:`STEPS` names for its kind."""
+        made: Callable[[Request, Body | None], _J] = getattr(self, STEPS[request.kind])
+        return made(request, body)
+
+    def create(self, request: Request, body: Body | None) -> _J:
+        """Begin the upload of ``request.key`` (``request.stop``: its whole size)."""
+        raise unsupported(self.backend.client, request)
+
+    def part(self, request: Request, body: Body | None) -> _J:
+        """Send part ``request.part_number``: bytes ``[start, stop)`` from ``body``."""
+        raise unsupported(self.backend.client, request)
+
+    def complete(self, request: Request, body: Body | None) -> _J:
+        """Make the parts of ``request.key`` one object."""
+        raise unsupported(self.backend.client, request)
+
+
+class AsyncUpload(_Upload[AsyncJob]):
+    """The multipart uploads of one plan on an asynchronous client."""
+
+    async def abort(self) -> None:
+        """Undo what a failed plan left half done (untimed)."""
+
+
+class SyncUpload(_Upload[SyncJob]):
+    """The multipart uploads of one plan on a synchronous client."""
+
+    def abort(self) -> None:
+        """Undo what a failed plan left half done (untimed)."""
+
+
+def _steps(
+    backend: _Hooks[_J], upload: _Upload[_J] | None, clock: Clock
+) -> Callable[[Request, Body | None, Landing], _J]:
+    """How ``bind`` makes each job: multipart steps by ``upload``, the rest by the hooks."""
+
+    def make(request: Request, body: Body | None, into: Landing) -> _J:
+        if request.kind in STEPS:
+            if upload is None:
+                backend._refuse(request)
+            return upload.step(request, body)
+        return backend.job(request, body, into, clock)
+
+    return make
+
+
+def _has_steps(phases: Sequence[Sequence[Request]]) -> list[Request] | None:
+    """Every request of ``phases`` if one is a multipart step, else None."""
+    requests = [request for phase in phases for request in phase]
+    return requests if any(r.kind in STEPS for r in requests) else None
+
+
+class AsyncBackend(_Hooks[AsyncJob], ABC):
     """A client driven through coroutines on its event loop (``fs.loop``)."""
 
-    @abstractmethod
-    def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
-        """The job for one request that needs no state shared with other requests."""
+    #: the multipart upload object of one plan (None: no upload is made in steps)
+    upload: ClassVar[type[AsyncUpload] | None] = None
 
     def bind(
         self,
@@ -207,19 +380,20 @@ class AsyncBackend(Backend, ABC):
         clock: Clock,
     ) -> AsyncBound:
         """Jobs for ``phases``; ``bodies`` and ``landings`` follow the requests in order."""
+        requests = _has_steps(phases)
+        upload = None
+        if requests is not None and self.upload is not None:
+            upload = self.upload(self, requests, clock)
         return AsyncBound(
-            phases=arrange(
-                phases, bodies, landings, lambda r, body, into: self.job(r, body, into, clock)
-            )
+            phases=arrange(phases, bodies, landings, _steps(self, upload, clock)),
+            abort=None if upload is None else upload.abort,
         )
 
 
-class SyncBackend(Backend, ABC):
+class SyncBackend(_Hooks[SyncJob], ABC):
     """A client driven through plain calls on a thread pool."""
 
-    @abstractmethod
-    def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
-        """The job for one request that needs no state shared with other requests."""
+    upload: ClassVar[type[SyncUpload] | None] = None
 
     def bind(
         self,
@@ -229,14 +403,14 @@ class SyncBackend(Backend, ABC):
         clock: Clock,
     ) -> SyncBound:
         """Jobs for ``phases``; ``bodies`` and ``landings`` follow the requests in order."""
+        requests = _has_steps(phases)
+        upload = None
+        if requests is not None and self.upload is not None:
+            upload = self.upload(self, requests, clock)
         return SyncBound(
-            phases=arrange(
-                phases, bodies, landings, lambda r, body, into: self.job(r, body, into, clock)
-            )
+            phases=arrange(phases, bodies, landings, _steps(self, upload, clock)),
+            abort=None if upload is None else upload.abort,
         )
-
-
-_J = TypeVar("_J", AsyncJob, SyncJob)
 
 
 def arrange(

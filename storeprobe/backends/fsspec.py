@@ -13,8 +13,15 @@ import threading
 
 import fsspec
 
-from storeprobe.backends.base import AsyncBackend, Capabilities, Landing, SyncBackend
-from storeprobe.errors import ConfigurationError
+from storeprobe.backends.base import (
+    AsyncBackend,
+    Capabilities,
+    Landing,
+    SyncBackend,
+    source_of,
+    unsupported,
+)
+from storeprobe.backends.registry import ClientSpec, no_listings_cache
 from storeprobe.request import (
     AsyncJob,
     Body,
@@ -28,15 +35,14 @@ from storeprobe.request import (
 )
 from storeprobe.transfer import Clock
 
-__all__ = ["FsspecAsyncBackend", "FsspecSyncBackend", "MemoryBackend", "unsupported"]
-
-
-def unsupported(backend: str, request: Request) -> ConfigurationError:
-    """The error for a request kind a backend does not make."""
-    return ConfigurationError(
-        f"the {backend} backend cannot make {request.kind.value} requests: "
-        "plan them only where the backend's capabilities allow"
-    )
+__all__ = [
+    "HTTP",
+    "MEMORY",
+    "FsspecAsyncBackend",
+    "FsspecSyncBackend",
+    "MemoryBackend",
+    "unsupported",
+]
 
 
 def _sized(body: Body | None) -> Buffer:
@@ -55,57 +61,62 @@ class FsspecAsyncBackend(AsyncBackend):
         parameters = inspect.signature(fs._pipe_file).parameters
         self._create_kw: dict[str, str] = {"mode": "create"} if "mode" in parameters else {}
 
-    def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
-        fs = self.fs
-        path = request.key
-        kind = request.kind
-        if kind is Kind.PUT:
-            data = _sized(body)
-            size = len(data)
-            create = self._create_kw
+    def put(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        fs, path = self.fs, request.key
+        data = _sized(body)
+        size = len(data)
+        create = self._create_kw
 
-            async def put() -> Outcome:
-                await fs._pipe_file(path, data, **create)
-                return Outcome(sent=size)
+        async def put() -> Outcome:
+            await fs._pipe_file(path, data, **create)
+            return Outcome(sent=size)
 
-            return AsyncJob(kind, put)
-        if kind is Kind.GET:
-            start, stop = request.start, request.stop
+        return AsyncJob(Kind.PUT, put)
 
-            async def get() -> Outcome:
-                data = await fs._cat_file(path, start=start, end=stop)
-                return Outcome(received=len(data), data=data)
+    def get(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        fs, path = self.fs, request.key
+        start, stop = request.start, request.stop
 
-            return AsyncJob(kind, get)
-        if kind is Kind.HEAD:
+        async def get() -> Outcome:
+            data = await fs._cat_file(path, start=start, end=stop)
+            return Outcome(received=len(data), data=data)
 
-            async def head() -> Outcome:
-                info = await fs._info(path)
-                return Outcome(size=int(info["size"]))
+        return AsyncJob(Kind.GET, get)
 
-            return AsyncJob(kind, head)
-        if kind is Kind.LIST:
+    def head(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        fs, path = self.fs, request.key
 
-            async def listing() -> Outcome:
-                return Outcome(size=len(await fs._ls(path, detail=False)))
+        async def head() -> Outcome:
+            info = await fs._info(path)
+            return Outcome(size=int(info["size"]))
 
-            return AsyncJob(kind, listing)
-        if kind is Kind.DELETE:
+        return AsyncJob(Kind.HEAD, head)
 
-            async def delete() -> Outcome:
-                await fs._rm_file(path)
-                return Outcome()
+    def listing(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        fs, path = self.fs, request.key
 
-            return AsyncJob(kind, delete)
-        if kind is Kind.COPY and request.source is not None:
-            source = request.source
+        async def listing() -> Outcome:
+            return Outcome(size=len(await fs._ls(path, detail=False)))
 
-            async def copy() -> Outcome:
-                await fs._cp_file(source, path)
-                return Outcome()
+        return AsyncJob(Kind.LIST, listing)
 
-            return AsyncJob(kind, copy)
-        raise unsupported(self.client, request)
+    def delete(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        fs, path = self.fs, request.key
+
+        async def delete() -> Outcome:
+            await fs._rm_file(path)
+            return Outcome()
+
+        return AsyncJob(Kind.DELETE, delete)
+
+    def copy(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        fs, path, source = self.fs, request.key, source_of(self.client, request)
+
+        async def copy() -> Outcome:
+            await fs._cp_file(source, path)
+            return Outcome()
+
+        return AsyncJob(Kind.COPY, copy)
 
 
 class FsspecSyncBackend(SyncBackend):
@@ -129,56 +140,51 @@ class FsspecSyncBackend(SyncBackend):
     def _put(self, path: str, data: Buffer) -> None:
         self.fs.pipe_file(path, data, mode="create")
 
-    def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
-        fs = self.fs
-        path = request.key
-        kind = request.kind
-        if kind is Kind.PUT:
-            data = _sized(body)
-            size = len(data)
-            write = self._put
+    def put(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
+        path, data, write = request.key, _sized(body), self._put
+        size = len(data)
 
-            def put() -> Outcome:
-                write(path, data)
-                return Outcome(sent=size)
+        def put() -> Outcome:
+            write(path, data)
+            return Outcome(sent=size)
 
-            return SyncJob(kind, put)
-        if kind is Kind.GET:
-            start, stop = request.start, request.stop
+        return SyncJob(Kind.PUT, put)
 
-            def get() -> Outcome:
-                data = fs.cat_file(path, start=start, end=stop)
-                return Outcome(received=len(data), data=data)
+    def get(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
+        fs, path = self.fs, request.key
+        start, stop = request.start, request.stop
 
-            return SyncJob(kind, get)
-        if kind is Kind.HEAD:
+        def get() -> Outcome:
+            data = fs.cat_file(path, start=start, end=stop)
+            return Outcome(received=len(data), data=data)
 
-            def head() -> Outcome:
-                return Outcome(size=int(fs.info(path)["size"]))
+        return SyncJob(Kind.GET, get)
 
-            return SyncJob(kind, head)
-        if kind is Kind.LIST:
+    def head(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
+        fs, path = self.fs, request.key
+        return SyncJob(Kind.HEAD, lambda: Outcome(size=int(fs.info(path)["size"])))
 
-            def listing() -> Outcome:
-                return Outcome(size=len(fs.ls(path, detail=False)))
+    def listing(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
+        fs, path = self.fs, request.key
+        return SyncJob(Kind.LIST, lambda: Outcome(size=len(fs.ls(path, detail=False))))
 
-            return SyncJob(kind, listing)
-        if kind is Kind.DELETE:
+    def delete(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
+        fs, path = self.fs, request.key
 
-            def delete() -> Outcome:
-                fs.rm_file(path)
-                return Outcome()
+        def delete() -> Outcome:
+            fs.rm_file(path)
+            return Outcome()
 
-            return SyncJob(kind, delete)
-        if kind is Kind.COPY and request.source is not None:
-            source = request.source
+        return SyncJob(Kind.DELETE, delete)
 
-            def copy() -> Outcome:
-                fs.cp_file(source, path)
-                return Outcome()
+    def copy(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
+        fs, path, source = self.fs, request.key, source_of(self.client, request)
 
-            return SyncJob(kind, copy)
-        raise unsupported(self.client, request)
+        def copy() -> Outcome:
+            fs.cp_file(source, path)
+            return Outcome()
+
+        return SyncJob(Kind.COPY, copy)
 
 
 class MemoryBackend(FsspecSyncBackend):
@@ -190,7 +196,6 @@ class MemoryBackend(FsspecSyncBackend):
     """
 
     name = "generic"
-    protocols = ("memory",)
     capabilities = Capabilities()
     _lock = threading.Lock()
 
@@ -203,3 +208,22 @@ class MemoryBackend(FsspecSyncBackend):
             if stored in self.fs.store:
                 raise FileExistsError(path)
             self.fs.pipe_file(stored, data)
+
+
+#: fsspec's ``memory://``
+MEMORY = ClientSpec(
+    name="memory",
+    backend=MemoryBackend,
+    modules=("fsspec.implementations.memory",),
+    protocols=("memory",),
+    implements=("memory",),
+)
+#: fsspec's ``http://``: the generic asynchronous backend, listings cache off
+HTTP = ClientSpec(
+    name="http",
+    backend=FsspecAsyncBackend,
+    modules=("fsspec.implementations.http",),
+    protocols=("http", "https"),
+    implements=("http", "https"),
+    open_options=no_listings_cache,
+)

@@ -51,13 +51,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from storeprobe.backends.attempts import Attempts, Tally
-from storeprobe.backends.base import AsyncBound, Capabilities, Landing, arrange, check_bucket
+from storeprobe.backends.base import AsyncBackend, AsyncUpload, Capabilities, Landing, check_bucket
 from storeprobe.backends.fsspec import FsspecAsyncBackend
+from storeprobe.backends.registry import ClientSpec, no_listings_cache
+from storeprobe.errors import TargetNotFoundError, TargetPermissionError
 from storeprobe.request import AsyncCall, AsyncJob, Body, Kind, Outcome, Request
 from storeprobe.transfer import Clock
 from storeprobe.units import MiB
 
-__all__ = ["GCSBackend", "check_certificate", "part_name"]
+__all__ = ["SPEC", "GCSBackend", "check_certificate", "part_name"]
 
 #: most source objects one compose request takes (GCS's limit)
 COMPOSE_LIMIT = 32
@@ -118,15 +120,42 @@ def part_name(key: str, number: int) -> str:
     return f"{key}.part-{number:05d}"
 
 
+class GCSUpload(AsyncUpload):
+    """A parallel composite upload: each part an object of its own, then a compose of
+    them into the object (the parts deleted after); an abort deletes the parts."""
+
+    def __init__(self, backend: AsyncBackend, requests: Sequence[Request], clock: Clock) -> None:
+        super().__init__(backend, requests, clock)
+        self.parts: dict[str, list[str]] = {}
+        for request in requests:
+            if request.kind is Kind.PUT_PART:
+                name = part_name(request.key, request.part_number or 1)
+                self.parts.setdefault(request.key, []).append(name)
+
+    def part(self, request: Request, body: Body | None) -> AsyncJob:
+        named = Request(kind=Kind.PUT, key=part_name(request.key, request.part_number or 1))
+        put = self.backend.put(named, body, None, self.clock)
+        return AsyncJob(Kind.PUT_PART, put.call)
+
+    def complete(self, request: Request, body: Body | None) -> AsyncJob:
+        return AsyncJob(
+            Kind.COMPLETE_MULTIPART, _compose(self.fs, request.key, self.parts[request.key])
+        )
+
+    async def abort(self) -> None:
+        for name in (name for names in self.parts.values() for name in names):
+            with contextlib.suppress(FileNotFoundError):
+                await self.fs._rm_file(name)
+
+
 class GCSBackend(FsspecAsyncBackend):
     """gcsfs (see the module docstring)."""
 
     name = "gcsfs"
-    protocols = ("gs", "gcs")
-    extra = "gcs"
     capabilities = Capabilities(
         splits_uploads=True, multipart_create=False, min_part_size=1 * MiB, counts_retries=True
     )
+    upload = GCSUpload
 
     def __init__(self, fs: Any) -> None:
         super().__init__(fs)
@@ -180,85 +209,66 @@ class GCSBackend(FsspecAsyncBackend):
     def remove_prefix(self, prefix: str) -> None:
         self.fs.invalidate_cache()
 
-    def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
-        if request.kind is Kind.GET and request.start is None:
-            fs, path = self.fs, request.key
+    def get(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        if request.start is not None:
+            return super().get(request, body, into, clock)
+        fs, path = self.fs, request.key
 
-            async def get() -> Outcome:
-                data = await fs._cat_file(path, concurrency=1)
-                return Outcome(received=len(data), data=data)
+        async def get() -> Outcome:
+            data = await fs._cat_file(path, concurrency=1)
+            return Outcome(received=len(data), data=data)
 
-            return AsyncJob(Kind.GET, get)
-        return super().job(request, body, into, clock)
+        return AsyncJob(Kind.GET, get)
 
-    def bind(
-        self,
-        phases: Sequence[Sequence[Request]],
-        bodies: Sequence[Body | None],
-        landings: Sequence[Landing],
-        clock: Clock,
-    ) -> AsyncBound:
-        """Jobs for ``phases``; a split upload is a parallel composite upload."""
-        requests = [request for phase in phases for request in phase]
-        if not any(r.kind is Kind.PUT_PART for r in requests):
-            return super().bind(phases, bodies, landings, clock)
-        parts: dict[str, list[str]] = {}
-        for request in requests:
-            if request.kind is Kind.PUT_PART:
-                name = part_name(request.key, request.part_number or 1)
-                parts.setdefault(request.key, []).append(name)
 
-        def step(request: Request, body: Body | None, into: Landing) -> AsyncJob:
-            if request.kind is Kind.PUT_PART:
-                named = Request(kind=Kind.PUT, key=part_name(request.key, request.part_number or 1))
-                put = self.job(named, body, into, clock)
-                return AsyncJob(Kind.PUT_PART, put.call)
-            if request.kind is Kind.COMPLETE_MULTIPART:
-                return AsyncJob(
-                    Kind.COMPLETE_MULTIPART, self._compose(request.key, parts[request.key])
-                )
-            return self.job(request, body, into, clock)
+def _compose(fs: Any, key: str, names: list[str]) -> AsyncCall:
+    """The coroutine function that composes ``names`` into ``key``, then deletes them."""
+    bucket, target, _ = fs.split_path(key)
+    sources = [fs.split_path(name)[1] for name in names]
+    batches = [sources[:COMPOSE_LIMIT]]
+    rest = sources[COMPOSE_LIMIT:]
+    while rest:  # the object so far, then up to 31 more parts
+        batches.append([target, *rest[: COMPOSE_LIMIT - 1]])
+        rest = rest[COMPOSE_LIMIT - 1 :]
 
-        async def abort() -> None:
-            for name in (name for names in parts.values() for name in names):
-                with contextlib.suppress(FileNotFoundError):
-                    await self.fs._rm_file(name)
-
-        return AsyncBound(phases=arrange(phases, bodies, landings, step), abort=abort)
-
-    def _compose(self, key: str, names: list[str]) -> AsyncCall:
-        """The coroutine function that composes ``names`` into ``key``, then deletes them."""
-        fs = self.fs
-        bucket, target, _ = fs.split_path(key)
-        sources = [fs.split_path(name)[1] for name in names]
-        batches = [sources[:COMPOSE_LIMIT]]
-        rest = sources[COMPOSE_LIMIT:]
-        while rest:  # the object so far, then up to 31 more parts
-            batches.append([target, *rest[: COMPOSE_LIMIT - 1]])
-            rest = rest[COMPOSE_LIMIT - 1 :]
-
-        async def compose() -> Outcome:
-            for number, batch in enumerate(batches):
-                # create-only: the first compose must not replace an object; the later
-                # ones extend the object the first made
-                condition = {"ifGenerationMatch": 0} if number == 0 else {}
-                await fs._call(
-                    "POST",
-                    "b/{}/o/{}/compose",
-                    bucket,
-                    target,
-                    headers={"Content-Type": "application/json"},
-                    json={
-                        "kind": "storage#composeRequest",
-                        "sourceObjects": [{"name": source} for source in batch],
-                        "destination": {"name": target, "bucket": bucket},
-                    },
-                    **condition,
-                )
-            for name in names:
-                await fs._rm_file(name)
-            return Outcome(
-                wire=((Kind.COMPLETE_MULTIPART, len(batches)), (Kind.DELETE, len(names)))
+    async def compose() -> Outcome:
+        for number, batch in enumerate(batches):
+            # create-only: the first compose must not replace an object; the later
+            # ones extend the object the first made
+            condition = {"ifGenerationMatch": 0} if number == 0 else {}
+            await fs._call(
+                "POST",
+                "b/{}/o/{}/compose",
+                bucket,
+                target,
+                headers={"Content-Type": "application/json"},
+                json={
+                    "kind": "storage#composeRequest",
+                    "sourceObjects": [{"name": source} for source in batch],
+                    "destination": {"name": target, "bucket": bucket},
+                },
+                **condition,
             )
+        for name in names:
+            await fs._rm_file(name)
+        return Outcome(wire=((Kind.COMPLETE_MULTIPART, len(batches)), (Kind.DELETE, len(names))))
 
-        return compose
+    return compose
+
+
+#: gcsfs, the fsspec implementation (and the default client) of ``gs://``
+SPEC = ClientSpec(
+    name="gcsfs",
+    backend=GCSBackend,
+    modules=("gcsfs",),
+    protocols=("gs", "gcs"),
+    implements=("gs", "gcs"),
+    extra="gcs",
+    default_for=("gs", "gcs"),
+    open_options=no_listings_cache,
+    codes={
+        "http:404": (TargetNotFoundError, "check the bucket and path exist"),
+        "http:401": (TargetPermissionError, "check the credentials and their permissions"),
+        "http:403": (TargetPermissionError, "check the credentials and their permissions"),
+    },
+)

@@ -28,13 +28,13 @@ import shutil
 import sys
 from collections.abc import Callable, Sequence
 
-from storeprobe.backends.base import Capabilities, Landing, SyncBackend, SyncBound, arrange
-from storeprobe.backends.fsspec import unsupported
+from storeprobe.backends.base import Capabilities, Landing, SyncBackend, SyncUpload, source_of
+from storeprobe.backends.registry import ClientSpec
 from storeprobe.request import Body, Kind, Outcome, Request, StagedFile, SyncJob
 from storeprobe.staging import CHUNK, Staging
 from storeprobe.transfer import Clock
 
-__all__ = ["LocalBackend", "evict_from_page_cache"]
+__all__ = ["SPEC", "LocalBackend", "evict_from_page_cache"]
 
 _HEAD = 64 * 1024  # bytes read before the first-byte mark
 #: sendfile copies between regular files (Linux since 2.6.33)
@@ -144,14 +144,61 @@ def _read_range(path: str, start: int, stop: int, into: bytearray | memoryview |
     return Outcome(received=filled, data=view[:filled])
 
 
+class LocalUpload(SyncUpload):
+    """A split upload on the local disk: its steps share one open file per object."""
+
+    def __init__(self, backend: SyncBackend, requests: Sequence[Request], clock: Clock) -> None:
+        super().__init__(backend, requests, clock)
+        self.opened: dict[str, int] = {}
+
+    def create(self, request: Request, body: Body | None) -> SyncJob:
+        path, opened = request.key, self.opened
+        size = request.stop or 0  # a create names the object's whole extent
+
+        def create() -> Outcome:
+            opened[path] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.ftruncate(opened[path], size)
+            return Outcome()
+
+        return SyncJob(Kind.CREATE_MULTIPART, create)
+
+    def part(self, request: Request, body: Body | None) -> SyncJob:
+        path, opened = request.key, self.opened
+        view = _buffer(body)
+        offset = request.start or 0
+
+        def part() -> Outcome:
+            _write_all(opened[path], view, offset)
+            return Outcome(sent=len(view))
+
+        return SyncJob(Kind.PUT_PART, part)
+
+    def complete(self, request: Request, body: Body | None) -> SyncJob:
+        path, opened = request.key, self.opened
+
+        def complete() -> Outcome:
+            fd = opened.pop(path)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return Outcome()
+
+        return SyncJob(Kind.COMPLETE_MULTIPART, complete)
+
+    def abort(self) -> None:
+        for path in list(self.opened):
+            os.close(self.opened.pop(path))
+
+
 class LocalBackend(SyncBackend):
     """The local disk through POSIX calls (see the module docstring)."""
 
     name = "local"
-    protocols = ("file", "local")
     capabilities = Capabilities(
         splits_uploads=True, reads_into=True, sends_from_file=True, lands_in_file=True
     )
+    upload = LocalUpload
 
     def make_prefix(self, prefix: str) -> None:
         os.mkdir(prefix)
@@ -171,106 +218,63 @@ class LocalBackend(SyncBackend):
             )
         return None
 
-    def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
+    def put(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
         path = request.key
-        kind = request.kind
-        if kind is Kind.PUT and isinstance(body, StagedFile):
+        if isinstance(body, StagedFile):
             staged, buffer = body, None if _SENDFILE else _chunk_buffer()
-            return SyncJob(kind, lambda: _put_staged(path, staged, buffer))
-        if kind is Kind.PUT:
-            view = _buffer(body)
+            return SyncJob(Kind.PUT, lambda: _put_staged(path, staged, buffer))
+        view = _buffer(body)
 
-            def put() -> Outcome:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                try:
-                    _write_all(fd, view)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                return Outcome(sent=len(view))
+        def put() -> Outcome:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                _write_all(fd, view)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return Outcome(sent=len(view))
 
-            return SyncJob(kind, put)
-        if kind is Kind.GET:
-            if isinstance(into, Staging):
-                staging, buffer = into, _chunk_buffer()
-                return SyncJob(kind, lambda: _read_staged(path, staging, buffer, clock))
-            start, stop = request.start, request.stop
-            buffer_into = into
-            if start is not None and stop is not None:
-                return SyncJob(kind, lambda: _read_range(path, start, stop, buffer_into))
-            return SyncJob(kind, lambda: _read_whole(path, buffer_into, clock))
-        if kind is Kind.HEAD:
-            return SyncJob(kind, lambda: Outcome(size=os.stat(path).st_size))
-        if kind is Kind.LIST:
-            return SyncJob(kind, lambda: Outcome(size=len(os.listdir(path))))
-        if kind is Kind.DELETE:
+        return SyncJob(Kind.PUT, put)
 
-            def delete() -> Outcome:
-                os.unlink(path)
-                return Outcome()
+    def get(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
+        path = request.key
+        if isinstance(into, Staging):
+            staging, buffer = into, _chunk_buffer()
+            return SyncJob(Kind.GET, lambda: _read_staged(path, staging, buffer, clock))
+        start, stop = request.start, request.stop
+        buffer_into = into
+        if start is not None and stop is not None:
+            return SyncJob(Kind.GET, lambda: _read_range(path, start, stop, buffer_into))
+        return SyncJob(Kind.GET, lambda: _read_whole(path, buffer_into, clock))
 
-            return SyncJob(kind, delete)
-        if kind is Kind.COPY and request.source is not None:
-            source = request.source
-            return SyncJob(kind, lambda: _link(source, path))
-        if kind in (Kind.LINK, Kind.RENAME) and request.source is not None:
-            source = request.source
-            if kind is Kind.LINK:
-                return SyncJob(kind, lambda: _call(os.link, source, path))
-            return SyncJob(kind, lambda: _call(os.replace, source, path))
-        raise unsupported(self.name, request)
+    def head(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
+        path = request.key
+        return SyncJob(Kind.HEAD, lambda: Outcome(size=os.stat(path).st_size))
 
-    def bind(
-        self,
-        phases: Sequence[Sequence[Request]],
-        bodies: Sequence[Body | None],
-        landings: Sequence[Landing],
-        clock: Clock,
-    ) -> SyncBound:
-        """Jobs for ``phases``; the steps of a split upload share one open file."""
-        requests = [request for phase in phases for request in phase]
-        if not any(r.kind is Kind.CREATE_MULTIPART for r in requests):
-            return super().bind(phases, bodies, landings, clock)
-        opened: dict[str, int] = {}
+    def listing(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
+        path = request.key
+        return SyncJob(Kind.LIST, lambda: Outcome(size=len(os.listdir(path))))
 
-        def step(request: Request, body: Body | None, into: Landing) -> SyncJob:
-            path = request.key
-            if request.kind is Kind.CREATE_MULTIPART:
-                size = request.stop or 0  # a create names the object's whole extent
+    def delete(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
+        path = request.key
 
-                def create() -> Outcome:
-                    opened[path] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                    os.ftruncate(opened[path], size)
-                    return Outcome()
+        def delete() -> Outcome:
+            os.unlink(path)
+            return Outcome()
 
-                return SyncJob(request.kind, create)
-            if request.kind is Kind.PUT_PART:
-                view = _buffer(body)
-                offset = request.start or 0
+        return SyncJob(Kind.DELETE, delete)
 
-                def part() -> Outcome:
-                    _write_all(opened[path], view, offset)
-                    return Outcome(sent=len(view))
+    def copy(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
+        path, source = request.key, source_of(self.name, request)
+        return SyncJob(Kind.COPY, lambda: _link(source, path))
 
-                return SyncJob(request.kind, part)
-            if request.kind is Kind.COMPLETE_MULTIPART:
+    def link(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
+        path, source = request.key, source_of(self.name, request)
+        return SyncJob(Kind.LINK, lambda: _call(os.link, source, path))
 
-                def complete() -> Outcome:
-                    fd = opened.pop(path)
-                    try:
-                        os.fsync(fd)
-                    finally:
-                        os.close(fd)
-                    return Outcome()
-
-                return SyncJob(request.kind, complete)
-            return self.job(request, body, into, clock)
-
-        def abort() -> None:
-            for path in list(opened):
-                os.close(opened.pop(path))
-
-        return SyncBound(phases=arrange(phases, bodies, landings, step), abort=abort)
+    def rename(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
+        path, source = request.key, source_of(self.name, request)
+        return SyncJob(Kind.RENAME, lambda: _call(os.replace, source, path))
 
 
 def _link(source: str, path: str) -> Outcome:
@@ -294,3 +298,13 @@ def evict_from_page_cache(path: str) -> None:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
+
+
+#: ``file://`` through POSIX calls
+SPEC = ClientSpec(
+    name="local",
+    backend=LocalBackend,
+    modules=("fsspec.implementations.local",),
+    protocols=("file", "local"),
+    implements=("file", "local"),
+)

@@ -49,16 +49,17 @@ from storeprobe.backends.base import (
     Classified,
     Landing,
     check_bucket,
+    source_of,
 )
-from storeprobe.backends.fsspec import unsupported
 from storeprobe.backends.obstore_retries import Retrier
+from storeprobe.backends.registry import ClientSpec
 from storeprobe.errors import TargetNotFoundError, TargetPermissionError
 from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request, StagedFile
 from storeprobe.staging import CHUNK, Staging
 from storeprobe.transfer import Clock
 from storeprobe.units import GiB, MiB
 
-__all__ = ["ObstoreBackend", "RangesRefusedError", "wait_for_foreign_threads"]
+__all__ = ["SPEC", "ObstoreBackend", "RangesRefusedError", "wait_for_foreign_threads"]
 
 
 #: keys in one page of an S3 listing (ListObjectsV2's maximum and default)
@@ -73,8 +74,6 @@ class ObstoreBackend(AsyncBackend):
     """obstore (see the module docstring)."""
 
     name = "obstore"
-    protocols = ("s3", "s3a", "gs", "az")
-    extra = "s3"
     capabilities = Capabilities(
         splits_uploads=True,
         client_multipart=True,
@@ -164,6 +163,8 @@ class ObstoreBackend(AsyncBackend):
         try:
             self.retrier.run(lambda: put(store, key, b"", mode="create"))
         except Exception as exc:
+            # obstore's errors carry no code or status (a GenericError): its message is
+            # all there is to read (s3fs's refusal is read from codes instead)
             text = str(exc)
             if "NotImplemented" not in text and "501" not in text:
                 raise
@@ -185,7 +186,7 @@ class ObstoreBackend(AsyncBackend):
         try:
             self.retrier.run(lambda: get_range(store, key, start=0, end=1))
         except Exception as exc:
-            if "non-partial response" not in str(exc):
+            if "non-partial response" not in str(exc):  # obstore's message; no code
                 raise
             if self.range_fallback is None:
                 raise RangesRefusedError(
@@ -196,31 +197,32 @@ class ObstoreBackend(AsyncBackend):
             return self.range_fallback()
         return self
 
-    def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+    def put(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
         store, key = self._store(request.key)
-        kind = request.kind
-        if kind is Kind.PUT and request.part_size is not None:
+        if request.part_size is not None:
             return self._multipart(store, key, request, body)
-        if kind is Kind.PUT:
-            if not isinstance(body, bytes | bytearray | memoryview):
-                raise TypeError(f"obstore puts bytes here, not {type(body).__name__}")
-            data = body
-            mode = "create" if self.conditional else "overwrite"
+        if not isinstance(body, bytes | bytearray | memoryview):
+            raise TypeError(f"obstore puts bytes here, not {type(body).__name__}")
+        data = body
+        mode = "create" if self.conditional else "overwrite"
 
-            async def put() -> Outcome:
-                await store.put_async(key, data, use_multipart=False, mode=mode)
-                return Outcome(sent=len(data))
+        async def put() -> Outcome:
+            await store.put_async(key, data, use_multipart=False, mode=mode)
+            return Outcome(sent=len(data))
 
-            return AsyncJob(kind, put)
-        if kind is Kind.GET and request.start is not None and request.stop is not None:
+        return AsyncJob(Kind.PUT, put)
+
+    def get(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        store, key = self._store(request.key)
+        if request.start is not None and request.stop is not None:
             start, stop = request.start, request.stop
 
             async def get_range() -> Outcome:
                 data = await store.get_range_async(key, start=start, end=stop)
                 return Outcome(received=len(data), data=data)
 
-            return AsyncJob(kind, get_range)
-        if kind is Kind.GET and isinstance(into, Staging):
+            return AsyncJob(Kind.GET, get_range)
+        if isinstance(into, Staging):
             staging = into
 
             async def get_staged() -> Outcome:
@@ -231,24 +233,28 @@ class ObstoreBackend(AsyncBackend):
                     received += staging.write(received, chunk)
                 return Outcome(received=received, first_byte_ns=first_byte)
 
-            return AsyncJob(kind, get_staged)
-        if kind is Kind.GET:
+            return AsyncJob(Kind.GET, get_staged)
 
-            async def get() -> Outcome:
-                response = await store.get_async(key)
-                first_byte = clock()
-                data = await response.bytes_async()  # Rust-owned buffer: no copy in Python
-                return Outcome(received=len(data), first_byte_ns=first_byte, data=data)
+        async def get() -> Outcome:
+            response = await store.get_async(key)
+            first_byte = clock()
+            data = await response.bytes_async()  # Rust-owned buffer: no copy in Python
+            return Outcome(received=len(data), first_byte_ns=first_byte, data=data)
 
-            return AsyncJob(kind, get)
-        if kind is Kind.HEAD:
+        return AsyncJob(Kind.GET, get)
 
-            async def head() -> Outcome:
-                meta = await store.head_async(key)
-                return Outcome(size=int(meta["size"]))
+    def head(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        store, key = self._store(request.key)
 
-            return AsyncJob(kind, head)
-        if kind is Kind.LIST and request.one_level:
+        async def head() -> Outcome:
+            meta = await store.head_async(key)
+            return Outcome(size=int(meta["size"]))
+
+        return AsyncJob(Kind.HEAD, head)
+
+    def listing(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        store, key = self._store(request.key)
+        if request.one_level:
             folder = key.rstrip("/") + "/" if key else None
 
             async def listing_level() -> Outcome:
@@ -260,37 +266,39 @@ class ObstoreBackend(AsyncBackend):
                 pages = max(1, -(-found // _S3_PAGE))
                 return Outcome(size=found, wire=((Kind.LIST, pages),))
 
-            return AsyncJob(kind, listing_level)
-        if kind is Kind.LIST:
+            return AsyncJob(Kind.LIST, listing_level)
 
-            async def listing() -> Outcome:
-                from obstore import list as list_objects
+        async def listing() -> Outcome:
+            from obstore import list as list_objects
 
-                found = 0
-                async for chunk in list_objects(store, prefix=key):
-                    found += len(chunk)
-                # obstore pages by itself and does not say how often: S3 answers at most
-                # 1000 keys a page, so a listing of n keys made ceil(n / 1000) requests
-                pages = max(1, -(-found // _S3_PAGE))
-                return Outcome(size=found, wire=((Kind.LIST, pages),))
+            found = 0
+            async for chunk in list_objects(store, prefix=key):
+                found += len(chunk)
+            # obstore pages by itself and does not say how often: S3 answers at most
+            # 1000 keys a page, so a listing of n keys made ceil(n / 1000) requests
+            pages = max(1, -(-found // _S3_PAGE))
+            return Outcome(size=found, wire=((Kind.LIST, pages),))
 
-            return AsyncJob(kind, listing)
-        if kind is Kind.DELETE:
+        return AsyncJob(Kind.LIST, listing)
 
-            async def delete() -> Outcome:
-                await store.delete_async(key)
-                return Outcome()
+    def delete(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        store, key = self._store(request.key)
 
-            return AsyncJob(kind, delete)
-        if kind is Kind.COPY and request.source is not None:
-            source = self._store(request.source)[1]
+        async def delete() -> Outcome:
+            await store.delete_async(key)
+            return Outcome()
 
-            async def copy() -> Outcome:
-                await store.copy_async(source, key, overwrite=True)
-                return Outcome()
+        return AsyncJob(Kind.DELETE, delete)
 
-            return AsyncJob(kind, copy)
-        raise unsupported(self.name, request)
+    def copy(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        store, key = self._store(request.key)
+        source = self._store(source_of(self.name, request))[1]
+
+        async def copy() -> Outcome:
+            await store.copy_async(source, key, overwrite=True)
+            return Outcome()
+
+        return AsyncJob(Kind.COPY, copy)
 
     def _multipart(self, store: Any, key: str, request: Request, body: Body | None) -> AsyncJob:
         """One put that obstore splits into parts of ``request.part_size`` by itself."""
@@ -365,3 +373,16 @@ def wait_for_foreign_threads(grace: float = EXIT_GRACE_S) -> bool:
 
 
 atexit.register(wait_for_foreign_threads)
+
+
+#: obstore, through its fsspec store (S3 here; GCS and Azure in :mod:`.obstore_stores`):
+#: the default for ``s3://`` and Azure, chosen by :mod:`.client_choice`. Its errors come
+#: as classes of its own, with no code (see :meth:`ObstoreBackend.classify`).
+SPEC = ClientSpec(
+    name="obstore",
+    backend=ObstoreBackend,
+    modules=("obstore",),
+    protocols=("s3", "s3a", "gs", "gcs", "abfs", "abfss", "az"),
+    extra="obstore",
+    default_for=("s3", "s3a", "abfs", "abfss", "az"),
+)

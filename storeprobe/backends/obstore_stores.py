@@ -95,8 +95,6 @@ class ObstoreGCSBackend(_Cloud):
     """obstore's GCS store (see the module docstring)."""
 
     name = "obstore"
-    protocols = ("gs", "gcs")  # type: ignore[assignment]  # the base infers a 4-tuple
-    extra = "obstore"
     # as on S3 (XML multipart parts of at least 5 MiB), without S3's 5 GiB single-PUT limit
     capabilities = attrs.evolve(ObstoreBackend.capabilities, max_single_put=None)
 
@@ -105,8 +103,6 @@ class ObstoreAzureBackend(_Cloud):
     """obstore's Azure store (see the module docstring)."""
 
     name = "obstore"
-    protocols = ("abfs", "abfss", "az")  # type: ignore[assignment]  # as above
-    extra = "azure"
     capabilities = attrs.evolve(
         ObstoreBackend.capabilities,
         multipart_create=False,  # Put Block × N, then Put Block List
@@ -116,13 +112,15 @@ class ObstoreAzureBackend(_Cloud):
     bucket_word = "container"
     url_form = "abfs://CONTAINER[/PREFIX]"
 
-    def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
-        found = super().job(request, body, into, clock)
-        if request.kind is Kind.LIST:
-            return AsyncJob(Kind.LIST, _pages_of(found, 5000), found.inner)
-        if request.kind is Kind.PUT and request.part_size is not None:
-            return AsyncJob(Kind.PUT, _without_create(found), found.inner)
-        return found
+    def listing(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        found = super().listing(request, body, into, clock)
+        return AsyncJob(Kind.LIST, _pages_of(found, 5000), found.inner)
+
+    def put(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        found = super().put(request, body, into, clock)
+        if request.part_size is None:
+            return found
+        return AsyncJob(Kind.PUT, _without_create(found), found.inner)
 
 
 def _pages_of(job: AsyncJob, page: int) -> AsyncCall:

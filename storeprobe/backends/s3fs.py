@@ -30,14 +30,14 @@ import fsspec
 from storeprobe.backends.attempts import Attempts, Tally
 from storeprobe.backends.base import (
     AsyncBackend,
-    AsyncBound,
+    AsyncUpload,
     Capabilities,
     Classified,
     Landing,
-    arrange,
     check_bucket,
+    source_of,
 )
-from storeprobe.backends.fsspec import unsupported
+from storeprobe.backends.registry import ClientSpec, no_listings_cache
 from storeprobe.errors import TargetNotFoundError, TargetPermissionError
 from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request, StagedFile
 from storeprobe.staging import Staging
@@ -45,7 +45,7 @@ from storeprobe.transfer import Clock
 from storeprobe.units import GiB, MiB
 from storeprobe.workload import filled_buffer
 
-__all__ = ["S3Backend", "refuses_conditional_write"]
+__all__ = ["SPEC", "S3Backend", "refuses_conditional_write"]
 
 _NO_CREDENTIALS = (
     "no AWS credentials found: pass key and secret in storage_options, set "
@@ -58,7 +58,7 @@ _NOT_IMPLEMENTED = ("NotImplemented", "501")
 def refuses_conditional_write(exc: BaseException) -> bool:
     """True when ``exc`` (or the botocore error it wraps) says the storage does not
     implement conditional writes: code NotImplemented or HTTP 501 (s3fs raises it as
-    ``OSError(ENOSYS)`` from the ClientError)."""
+    ``OSError(ENOSYS)`` from the ClientError). From codes only, never the message."""
     cause = exc.__cause__ or exc.__context__
     if cause is not None and cause is not exc and refuses_conditional_write(cause):
         return True
@@ -70,8 +70,7 @@ def refuses_conditional_write(exc: BaseException) -> bool:
         status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         if error.get("Code") in _NOT_IMPLEMENTED or status == 501:
             return True
-    text = str(exc)
-    return "NotImplemented" in text or "501" in text.split(":", 1)[0]
+    return False
 
 
 class _FileSlice(io.RawIOBase):
@@ -119,12 +118,92 @@ def _length(body: Body | None) -> int:
     raise TypeError(f"s3fs sends bytes or BytesIO, not {type(body).__name__}")
 
 
+class S3Upload(AsyncUpload):
+    """S3 multipart uploads of one plan: their upload ids and the parts' ETags."""
+
+    def __init__(self, backend: AsyncBackend, requests: Sequence[Request], clock: Clock) -> None:
+        super().__init__(backend, requests, clock)
+        self.uploads: dict[str, str] = {}
+        self.etags: dict[str, dict[int, str]] = {}
+        conditional = not isinstance(backend, S3Backend) or backend.conditional
+        self.condition = {"IfNoneMatch": "*"} if conditional else {}
+
+    def create(self, request: Request, body: Body | None) -> AsyncJob:
+        fs, path, uploads, etags = self.fs, request.key, self.uploads, self.etags
+        bucket, key, _ = fs.split_path(path)
+
+        async def create() -> Outcome:
+            response = await fs._call_s3("create_multipart_upload", Bucket=bucket, Key=key)
+            uploads[path] = response["UploadId"]
+            etags[path] = {}
+            return Outcome()
+
+        return AsyncJob(Kind.CREATE_MULTIPART, create)
+
+    def part(self, request: Request, body: Body | None) -> AsyncJob:
+        fs, path, uploads, etags = self.fs, request.key, self.uploads, self.etags
+        bucket, key, _ = fs.split_path(path)
+        number = request.part_number or 1
+        size = _length(body)
+        # a staged part is read from the staging file as it is sent, opened here
+        part_body = _FileSlice(body) if isinstance(body, StagedFile) else body
+
+        async def part() -> Outcome:
+            sent: Any = part_body
+            if isinstance(sent, memoryview):  # botocore takes bytes or files
+                sent = io.BytesIO(sent)
+            if isinstance(sent, io.BytesIO | _FileSlice):
+                sent.seek(0)
+            response = await fs._call_s3(
+                "upload_part",
+                Bucket=bucket,
+                Key=key,
+                UploadId=uploads[path],
+                PartNumber=number,
+                Body=sent,
+            )
+            etags[path][number] = response["ETag"]
+            if isinstance(sent, _FileSlice):
+                sent.close()
+            return Outcome(sent=size)
+
+        return AsyncJob(Kind.PUT_PART, part)
+
+    def complete(self, request: Request, body: Body | None) -> AsyncJob:
+        fs, path, uploads, etags = self.fs, request.key, self.uploads, self.etags
+        bucket, key, _ = fs.split_path(path)
+        condition = self.condition
+
+        async def complete() -> Outcome:
+            tags = etags[path]
+            await fs._call_s3(
+                "complete_multipart_upload",
+                Bucket=bucket,
+                Key=key,
+                UploadId=uploads[path],
+                MultipartUpload={
+                    "Parts": [{"PartNumber": n, "ETag": tags[n]} for n in sorted(tags)]
+                },
+                **condition,
+            )
+            del uploads[path]
+            return Outcome()
+
+        return AsyncJob(Kind.COMPLETE_MULTIPART, complete)
+
+    async def abort(self) -> None:
+        for path, upload_id in list(self.uploads.items()):
+            bucket, key, _ = self.fs.split_path(path)
+            await self.fs._call_s3(
+                "abort_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id
+            )
+            del self.uploads[path]
+
+
 class S3Backend(AsyncBackend):
     """s3fs (see the module docstring). ``conditional=False`` puts without If-None-Match."""
 
     name = "s3fs"
-    protocols = ("s3", "s3a")
-    extra = "s3"
     capabilities = Capabilities(
         splits_uploads=True,
         reads_into=True,
@@ -136,6 +215,7 @@ class S3Backend(AsyncBackend):
         confirms_size=True,
         counts_retries=True,
     )
+    upload = S3Upload
 
     def __init__(self, fs: fsspec.AbstractFileSystem, *, conditional: bool = True) -> None:
         super().__init__(fs)
@@ -196,17 +276,9 @@ class S3Backend(AsyncBackend):
         self.fs.invalidate_cache()
 
     def classify(self, exc: BaseException) -> Classified | None:
-        """By botocore's error class and code, where s3fs kept them."""
+        """By botocore's error class (its error codes: :data:`SPEC`)."""
         if type(exc).__name__ == "NoCredentialsError":
             return TargetPermissionError, _NO_CREDENTIALS
-        response = getattr(exc, "response", None)
-        if not isinstance(response, dict):
-            return None
-        code = response.get("Error", {}).get("Code")
-        if code in ("NoSuchBucket", "NoSuchKey"):
-            return TargetNotFoundError, "check the bucket and path exist"
-        if code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
-            return TargetPermissionError, "check the credentials and their permissions"
         return None
 
     def body(self, workload: Payloads, part: Part) -> Body:
@@ -270,156 +342,103 @@ class S3Backend(AsyncBackend):
 
         return AsyncJob(Kind.PUT, put)
 
-    def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+    def put(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
         fs = self.fs
         bucket, key, _ = fs.split_path(request.key)
-        kind = request.kind
-        if kind is Kind.PUT and isinstance(body, StagedFile):
+        if isinstance(body, StagedFile):
             return self._put_staged(bucket, key, body)
-        if kind is Kind.PUT:
-            size = _length(body)
-            condition = {"IfNoneMatch": "*"} if self.conditional else {}
-            sent = body
-
-            async def put() -> Outcome:
-                assert isinstance(sent, io.BytesIO | bytes | bytearray)
-                if isinstance(sent, io.BytesIO):
-                    sent.seek(0)
-                await fs._call_s3("put_object", Bucket=bucket, Key=key, Body=sent, **condition)
-                return Outcome(sent=size)
-
-            return AsyncJob(kind, put)
-        if kind is Kind.GET:
-            if request.start is not None and request.stop is not None:
-                byte_range = f"bytes={request.start}-{request.stop - 1}"
-                return self._get(bucket, key, into, clock, Range=byte_range)
-            return self._get(bucket, key, into, clock)
-        if kind is Kind.HEAD:
-
-            async def head() -> Outcome:
-                response = await fs._call_s3("head_object", Bucket=bucket, Key=key)
-                return Outcome(size=int(response["ContentLength"]))
-
-            return AsyncJob(kind, head)
-        if kind is Kind.LIST:
-            prefix = key.rstrip("/") + "/" if key else ""  # the keys below a directory
-            level = {"Delimiter": "/"} if request.one_level else {}
-
-            async def listing() -> Outcome:
-                # every page (≤ 1000 keys on S3), each continuing the last: Outcome.wire
-                # counts the LIST requests, Outcome.size the keys (and, one level only,
-                # the subfolders: S3's KeyCount counts its common prefixes too)
-                found, pages = 0, 0
-                more: dict[str, str] = {}
-                while True:
-                    response = await fs._call_s3(
-                        "list_objects_v2", Bucket=bucket, Prefix=prefix, **level, **more
-                    )
-                    found += int(response.get("KeyCount", 0))
-                    pages += 1
-                    if not response.get("IsTruncated"):
-                        return Outcome(size=found, wire=((Kind.LIST, pages),))
-                    more = {"ContinuationToken": response["NextContinuationToken"]}
-
-            return AsyncJob(kind, listing)
-        if kind is Kind.DELETE:
-
-            async def delete() -> Outcome:
-                await fs._rm_file(request.key)
-                return Outcome()
-
-            return AsyncJob(kind, delete)
-        if kind is Kind.COPY and request.source is not None:
-            source_bucket, source_key, _ = fs.split_path(request.source)
-            copied = {"Bucket": source_bucket, "Key": source_key}
-
-            async def copy() -> Outcome:
-                await fs._call_s3("copy_object", Bucket=bucket, Key=key, CopySource=copied)
-                return Outcome()
-
-            return AsyncJob(kind, copy)
-        raise unsupported(self.name, request)
-
-    def bind(
-        self,
-        phases: Sequence[Sequence[Request]],
-        bodies: Sequence[Body | None],
-        landings: Sequence[Landing],
-        clock: Clock,
-    ) -> AsyncBound:
-        """Jobs for ``phases``; the steps of a multipart upload share its upload id."""
-        requests = [request for phase in phases for request in phase]
-        if not any(r.kind is Kind.CREATE_MULTIPART for r in requests):
-            return super().bind(phases, bodies, landings, clock)
-        fs = self.fs
-        uploads: dict[str, str] = {}
-        etags: dict[str, dict[int, str]] = {}
+        size = _length(body)
         condition = {"IfNoneMatch": "*"} if self.conditional else {}
+        sent = body
 
-        def step(request: Request, body: Body | None, into: Landing) -> AsyncJob:
-            bucket, key, _ = fs.split_path(request.key)
-            path = request.key
-            if request.kind is Kind.CREATE_MULTIPART:
+        async def put() -> Outcome:
+            assert isinstance(sent, io.BytesIO | bytes | bytearray)
+            if isinstance(sent, io.BytesIO):
+                sent.seek(0)
+            await fs._call_s3("put_object", Bucket=bucket, Key=key, Body=sent, **condition)
+            return Outcome(sent=size)
 
-                async def create() -> Outcome:
-                    response = await fs._call_s3("create_multipart_upload", Bucket=bucket, Key=key)
-                    uploads[path] = response["UploadId"]
-                    etags[path] = {}
-                    return Outcome()
+        return AsyncJob(Kind.PUT, put)
 
-                return AsyncJob(request.kind, create)
-            if request.kind is Kind.PUT_PART:
-                number = request.part_number or 1
-                size = _length(body)
-                # a staged part is read from the staging file as it is sent, opened here
-                part_body = _FileSlice(body) if isinstance(body, StagedFile) else body
+    def get(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        bucket, key, _ = self.fs.split_path(request.key)
+        if request.start is not None and request.stop is not None:
+            byte_range = f"bytes={request.start}-{request.stop - 1}"
+            return self._get(bucket, key, into, clock, Range=byte_range)
+        return self._get(bucket, key, into, clock)
 
-                async def part() -> Outcome:
-                    sent: Any = part_body
-                    if isinstance(sent, memoryview):  # botocore takes bytes or files
-                        sent = io.BytesIO(sent)
-                    if isinstance(sent, io.BytesIO | _FileSlice):
-                        sent.seek(0)
-                    response = await fs._call_s3(
-                        "upload_part",
-                        Bucket=bucket,
-                        Key=key,
-                        UploadId=uploads[path],
-                        PartNumber=number,
-                        Body=sent,
-                    )
-                    etags[path][number] = response["ETag"]
-                    if isinstance(sent, _FileSlice):
-                        sent.close()
-                    return Outcome(sent=size)
+    def head(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        fs = self.fs
+        bucket, key, _ = fs.split_path(request.key)
 
-                return AsyncJob(request.kind, part)
-            if request.kind is Kind.COMPLETE_MULTIPART:
+        async def head() -> Outcome:
+            response = await fs._call_s3("head_object", Bucket=bucket, Key=key)
+            return Outcome(size=int(response["ContentLength"]))
 
-                async def complete() -> Outcome:
-                    tags = etags[path]
-                    await fs._call_s3(
-                        "complete_multipart_upload",
-                        Bucket=bucket,
-                        Key=key,
-                        UploadId=uploads[path],
-                        MultipartUpload={
-                            "Parts": [{"PartNumber": n, "ETag": tags[n]} for n in sorted(tags)]
-                        },
-                        **condition,
-                    )
-                    del uploads[path]
-                    return Outcome()
+        return AsyncJob(Kind.HEAD, head)
 
-                return AsyncJob(request.kind, complete)
-            return self.job(request, body, into, clock)
+    def listing(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        fs = self.fs
+        bucket, key, _ = fs.split_path(request.key)
+        prefix = key.rstrip("/") + "/" if key else ""  # the keys below a directory
+        level = {"Delimiter": "/"} if request.one_level else {}
 
-        async def abort() -> None:
-            for path, upload_id in list(uploads.items()):
-                bucket, key, _ = fs.split_path(path)
-                await fs._call_s3(
-                    "abort_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id
+        async def listing() -> Outcome:
+            # every page (≤ 1000 keys on S3), each continuing the last: Outcome.wire
+            # counts the LIST requests, Outcome.size the keys (and, one level only,
+            # the subfolders: S3's KeyCount counts its common prefixes too)
+            found, pages = 0, 0
+            more: dict[str, str] = {}
+            while True:
+                response = await fs._call_s3(
+                    "list_objects_v2", Bucket=bucket, Prefix=prefix, **level, **more
                 )
-                del uploads[path]
+                found += int(response.get("KeyCount", 0))
+                pages += 1
+                if not response.get("IsTruncated"):
+                    return Outcome(size=found, wire=((Kind.LIST, pages),))
+                more = {"ContinuationToken": response["NextContinuationToken"]}
 
-        return AsyncBound(phases=arrange(phases, bodies, landings, step), abort=abort)
+        return AsyncJob(Kind.LIST, listing)
+
+    def delete(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        fs, path = self.fs, request.key
+
+        async def delete() -> Outcome:
+            await fs._rm_file(path)
+            return Outcome()
+
+        return AsyncJob(Kind.DELETE, delete)
+
+    def copy(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        fs = self.fs
+        bucket, key, _ = fs.split_path(request.key)
+        source_bucket, source_key, _ = fs.split_path(source_of(self.name, request))
+        copied = {"Bucket": source_bucket, "Key": source_key}
+
+        async def copy() -> Outcome:
+            await fs._call_s3("copy_object", Bucket=bucket, Key=key, CopySource=copied)
+            return Outcome()
+
+        return AsyncJob(Kind.COPY, copy)
+
+
+_MISSING = (TargetNotFoundError, "check the bucket and path exist")
+_REFUSED = (TargetPermissionError, "check the credentials and their permissions")
+#: s3fs, the fsspec implementation of ``s3://``
+SPEC = ClientSpec(
+    name="s3fs",
+    backend=S3Backend,
+    modules=("s3fs",),
+    protocols=("s3", "s3a"),
+    implements=("s3", "s3a"),
+    extra="s3",
+    open_options=no_listings_cache,
+    codes={
+        "NoSuchBucket": _MISSING,
+        "NoSuchKey": _MISSING,
+        "AccessDenied": _REFUSED,
+        "InvalidAccessKeyId": _REFUSED,
+        "SignatureDoesNotMatch": _REFUSED,
+    },
+)

@@ -12,23 +12,47 @@ N channels; a split download reads ranges with ``read(size, offset)`` (sshfs's o
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import AsyncIterator
 from typing import Any
 
-from storeprobe.backends.base import AsyncBackend, Capabilities, Landing
-from storeprobe.backends.fsspec import unsupported
+from storeprobe.backends.base import AsyncBackend, AsyncUpload, Capabilities, Landing, source_of
+from storeprobe.backends.registry import ClientSpec
 from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request
 from storeprobe.transfer import Clock
 
-__all__ = ["SFTPBackend"]
+__all__ = ["SPEC", "SFTPBackend"]
+
+
+class SFTPUpload(AsyncUpload):
+    """A split upload over SFTP: create the file, then write parts at their offsets (no
+    state is shared: each part opens the file on its own channel; nothing completes)."""
+
+    def create(self, request: Request, body: Body | None) -> AsyncJob:
+        import asyncssh
+
+        pool: Any = self.fs._pool
+        path = request.key
+        flags = asyncssh.FXF_WRITE | asyncssh.FXF_CREAT | asyncssh.FXF_EXCL
+
+        async def create() -> Outcome:
+            async with pool.get() as channel, channel.open(path, flags, encoding=None):
+                pass
+            return Outcome()
+
+        return AsyncJob(Kind.CREATE_MULTIPART, create)
+
+    def part(self, request: Request, body: Body | None) -> AsyncJob:
+        return _write(self.fs._pool, request, body, 0)
 
 
 class SFTPBackend(AsyncBackend):
     """sshfs (see the module docstring)."""
 
     name = "sshfs"
-    protocols = ("sftp", "ssh")
-    extra = "ssh"
     capabilities = Capabilities(splits_uploads=True, multipart_complete=False)
+    upload = SFTPUpload
 
     def body(self, workload: Payloads, part: Part) -> Body:
         """``bytes`` made before the window: asyncssh writes bytes, so no copy is timed."""
@@ -49,96 +73,134 @@ class SFTPBackend(AsyncBackend):
         except asyncssh.SFTPNoSuchFile as exc:
             raise FileNotFoundError(prefix) from exc
 
-    def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+    def put(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
         import asyncssh
 
+        return _write(self.fs._pool, request, body, asyncssh.FXF_CREAT | asyncssh.FXF_EXCL)
+
+    def get(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        pool: Any = self.fs._pool
+        path, start, stop = request.key, request.start, request.stop
+
+        async def get() -> Outcome:
+            async with pool.get() as channel, channel.open(path, "rb") as handle:
+                if start is not None and stop is not None:
+                    data = await handle.read(stop - start, start)
+                else:
+                    data = await handle.read()
+            return Outcome(received=len(data), data=data)
+
+        return AsyncJob(Kind.GET, get)
+
+    def head(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
         pool: Any = self.fs._pool
         path = request.key
-        kind = request.kind
-        if kind in (Kind.PUT, Kind.PUT_PART):
-            if not isinstance(body, bytes | bytearray | memoryview):
-                raise TypeError(f"sshfs writes bytes, not {type(body).__name__}")
-            data = body
-            offset = request.start or 0
-            flags = asyncssh.FXF_WRITE
-            if kind is Kind.PUT:
-                flags |= asyncssh.FXF_CREAT | asyncssh.FXF_EXCL
 
-            async def put() -> Outcome:
-                async with pool.get() as channel, channel.open(path, flags, encoding=None) as fh:
-                    await fh.write(data, offset)
-                return Outcome(sent=len(data))
+        async def head() -> Outcome:
+            async with _missing(path), pool.get() as channel:
+                attributes = await channel.stat(path)
+            return Outcome(size=int(attributes.size or 0))
 
-            return AsyncJob(kind, put)
-        if kind is Kind.CREATE_MULTIPART:
-            create_flags = asyncssh.FXF_WRITE | asyncssh.FXF_CREAT | asyncssh.FXF_EXCL
+        return AsyncJob(Kind.HEAD, head)
 
-            async def create() -> Outcome:
-                async with pool.get() as channel, channel.open(path, create_flags, encoding=None):
-                    pass
-                return Outcome()
+    def listing(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        pool: Any = self.fs._pool
+        path = request.key
 
-            return AsyncJob(kind, create)
-        if kind is Kind.GET:
-            start, stop = request.start, request.stop
+        async def listing() -> Outcome:
+            async with _missing(path), pool.get() as channel:
+                names = await channel.listdir(path)
+            return Outcome(size=len([n for n in names if n not in (".", "..")]))
 
-            async def get() -> Outcome:
-                async with pool.get() as channel, channel.open(path, "rb") as handle:
-                    if start is not None and stop is not None:
-                        data = await handle.read(stop - start, start)
-                    else:
-                        data = await handle.read()
-                return Outcome(received=len(data), data=data)
+        return AsyncJob(Kind.LIST, listing)
 
-            return AsyncJob(kind, get)
-        if kind is Kind.HEAD:
+    def delete(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        pool: Any = self.fs._pool
+        path = request.key
 
-            async def head() -> Outcome:
-                try:
-                    async with pool.get() as channel:
-                        attributes = await channel.stat(path)
-                except asyncssh.SFTPNoSuchFile as exc:
-                    raise FileNotFoundError(path) from exc
-                return Outcome(size=int(attributes.size or 0))
+        async def delete() -> Outcome:
+            async with _missing(path), pool.get() as channel:
+                await channel.remove(path)
+            return Outcome()
 
-            return AsyncJob(kind, head)
-        if kind is Kind.LIST:
+        return AsyncJob(Kind.DELETE, delete)
 
-            async def listing() -> Outcome:
-                try:
-                    async with pool.get() as channel:
-                        names = await channel.listdir(path)
-                except asyncssh.SFTPNoSuchFile as exc:
-                    raise FileNotFoundError(path) from exc
-                return Outcome(size=len([n for n in names if n not in (".", "..")]))
+    def copy(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        # a copy is a hard link too: OpenSSH's hardlink@openssh.com, no bytes move
+        return self._relink(Kind.COPY, request, "link")
 
-            return AsyncJob(kind, listing)
-        if kind is Kind.DELETE:
+    def link(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        return self._relink(Kind.LINK, request, "link")
 
-            async def delete() -> Outcome:
-                try:
-                    async with pool.get() as channel:
-                        await channel.remove(path)
-                except asyncssh.SFTPNoSuchFile as exc:
-                    raise FileNotFoundError(path) from exc
-                return Outcome()
+    def rename(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
+        return self._relink(Kind.RENAME, request, "posix_rename")
 
-            return AsyncJob(kind, delete)
-        if kind in (Kind.COPY, Kind.LINK, Kind.RENAME) and request.source is not None:
-            source = request.source
-            # a copy is a hard link too: OpenSSH's hardlink@openssh.com, no bytes move
-            linking = kind is not Kind.RENAME
+    def _relink(self, kind: Kind, request: Request, method: str) -> AsyncJob:
+        """One OpenSSH extension request (``link`` or ``posix_rename``) of source to key."""
+        pool: Any = self.fs._pool
+        path, source = request.key, source_of(self.name, request)
 
-            async def relink() -> Outcome:
-                try:
-                    async with pool.get() as channel:
-                        if linking:
-                            await channel.link(source, path)
-                        else:
-                            await channel.posix_rename(source, path)
-                except asyncssh.SFTPNoSuchFile as exc:
-                    raise FileNotFoundError(source) from exc
-                return Outcome()
+        async def relink() -> Outcome:
+            async with _missing(source), pool.get() as channel:
+                await getattr(channel, method)(source, path)
+            return Outcome()
 
-            return AsyncJob(kind, relink)
-        raise unsupported(self.name, request)
+        return AsyncJob(kind, relink)
+
+
+def _write(pool: Any, request: Request, body: Body | None, flags: int) -> AsyncJob:
+    """A write of ``body`` at ``request.start`` (a PUT with create flags, or a part)."""
+    import asyncssh
+
+    if not isinstance(body, bytes | bytearray | memoryview):
+        raise TypeError(f"sshfs writes bytes, not {type(body).__name__}")
+    data, path = body, request.key
+    offset = request.start or 0
+    mode = asyncssh.FXF_WRITE | flags
+    kind = Kind.PUT if flags else Kind.PUT_PART
+
+    async def put() -> Outcome:
+        async with pool.get() as channel, channel.open(path, mode, encoding=None) as fh:
+            await fh.write(data, offset)
+        return Outcome(sent=len(data))
+
+    return AsyncJob(kind, put)
+
+
+@contextlib.asynccontextmanager
+async def _missing(path: str) -> AsyncIterator[None]:
+    """asyncssh's "no such file" as the builtin FileNotFoundError."""
+    import asyncssh
+
+    try:
+        yield
+    except asyncssh.SFTPNoSuchFile as exc:
+        raise FileNotFoundError(path) from exc
+
+
+def _known_hosts(protocol: str, options: dict[str, Any]) -> dict[str, Any]:
+    """sshfs's options with ``known_hosts`` set: ``~/.ssh/known_hosts``, or no known hosts
+    at all, never trusting an unknown host key (sshfs alone would pass
+    ``known_hosts=None`` to asyncssh, which accepts any host key)."""
+    if "known_hosts" in options:
+        return options
+    path = os.path.expanduser("~/.ssh/known_hosts")
+    if os.path.exists(path):
+        return {**options, "known_hosts": path}
+    try:
+        import asyncssh
+    except ImportError:
+        return {**options, "known_hosts": None}  # sshfs is missing too: the error says so
+    return {**options, "known_hosts": asyncssh.import_known_hosts("")}
+
+
+#: sshfs, the fsspec implementation of ``sftp://``
+SPEC = ClientSpec(
+    name="sshfs",
+    backend=SFTPBackend,
+    modules=("sshfs",),
+    protocols=("sftp", "ssh"),
+    implements=("sftp", "ssh"),
+    extra="ssh",
+    open_options=_known_hosts,
+)

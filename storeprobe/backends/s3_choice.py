@@ -41,6 +41,7 @@ from fsspec.core import url_to_fs
 from storeprobe.backends.base import AsyncBackend
 from storeprobe.backends.obstore import ObstoreBackend
 from storeprobe.backends.obstore_stores import open_store
+from storeprobe.backends.registry import REGISTRY
 from storeprobe.backends.s3_endpoint import CHECKSUM_SETTINGS, S3Endpoint, fsspec_defaults
 from storeprobe.backends.s3fs import S3Backend
 from storeprobe.errors import ConfigurationError, MissingDependencyError
@@ -55,7 +56,7 @@ __all__ = [
 ]
 
 #: The clients an ``s3://`` URL can be measured through.
-S3_CLIENTS = ("auto", "obstore", "s3fs")
+S3_CLIENTS = REGISTRY.choices()["s3"]  # from the client specs
 # s3fs storage options whose meaning S3Endpoint carries (client_kwargs apart)
 _UNDERSTOOD = frozenset({"key", "secret", "token", "endpoint_url", "anon", "profile"})
 _IGNORED = frozenset({"skip_instance_cache", "use_listings_cache"})

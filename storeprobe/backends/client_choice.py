@@ -1,10 +1,11 @@
 """Which client measures a URL whose protocol has two: ``s3://``, ``gs://``, Azure Blob.
 
-One table, :data:`CLIENTS`, says which clients each protocol can be measured through;
+One table, :data:`CLIENTS`, says which clients each protocol can be measured through
+(read from the client specs in :data:`~storeprobe.backends.registry.REGISTRY`);
 :func:`choose_client` picks one from ``client=`` and the storage options, and says why.
 Each protocol's own choice and options translation is in its module:
-:mod:`.s3` (obstore or s3fs), :mod:`.gcs` (gcsfs or obstore), :mod:`.azure` (obstore or
-adlfs).
+:mod:`.s3_choice` (obstore or s3fs), :mod:`.gcs_choice` (gcsfs or obstore),
+:mod:`.azure_choice` (obstore or adlfs).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from typing import Any
 
 from attrs import frozen
 
-from storeprobe.backends.azure import AZURE_CLIENTS, choose_azure
-from storeprobe.backends.gcs import GCS_CLIENTS, choose_gcs
+from storeprobe.backends.azure_choice import choose_azure
+from storeprobe.backends.gcs_choice import choose_gcs
 from storeprobe.backends.obstore import ObstoreBackend
-from storeprobe.backends.s3 import S3_CLIENTS, open_obstore, refusal, s3fs_options
+from storeprobe.backends.registry import REGISTRY
+from storeprobe.backends.s3_choice import S3_CLIENTS, open_obstore, refusal, s3fs_options
 from storeprobe.backends.s3_endpoint import S3Endpoint, resolve_s3
 from storeprobe.errors import ConfigurationError
 from storeprobe.notices import Code, Notice
@@ -26,15 +28,7 @@ __all__ = ["CLIENTS", "Chosen", "choose_client"]
 
 #: The clients a URL of each protocol can be measured through (``client=``); a protocol
 #: not listed has one, and takes only ``client="auto"``.
-CLIENTS: dict[str, tuple[str, ...]] = {
-    "s3": S3_CLIENTS,
-    "s3a": S3_CLIENTS,
-    "gs": GCS_CLIENTS,
-    "gcs": GCS_CLIENTS,
-    "abfs": AZURE_CLIENTS,
-    "abfss": AZURE_CLIENTS,
-    "az": AZURE_CLIENTS,
-}
+CLIENTS: dict[str, tuple[str, ...]] = REGISTRY.choices()
 _AZURE = frozenset({"abfs", "abfss", "az"})
 
 
@@ -64,10 +58,13 @@ def _fallback(
     endpoint: S3Endpoint | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Chosen:
+    spec = REGISTRY.default(protocol)
+    default = "obstore" if spec is None else spec.name
     notice = Notice(
         code=Code.CLIENT_FALLBACK,
-        message=f"measured through {client}, not obstore (the default for {protocol}://): {reason}",
-        fix="on small objects the client can be the limit: pass options obstore takes "
+        message=f"measured through {client}, not {default} (the default for {protocol}://): "
+        f"{reason}",
+        fix=f"on small objects the client can be the limit: pass options {default} takes "
         f"(see the Backends page) to measure through it, or client='{client}' to choose "
         f"{client}",
     )
@@ -95,9 +92,9 @@ def choose_client(protocol: str, options: Mapping[str, Any], client: str) -> Cho
             )
         choices = S3_CLIENTS
     if client not in choices:
+        scope = "" if choices == S3_CLIENTS else f" for {protocol}://"
         raise ConfigurationError(
-            f"client must be one of {', '.join(choices)}"
-            f"{'' if choices is S3_CLIENTS else f' for {protocol}://'}, not {client!r}"
+            f"client must be one of {', '.join(choices)}{scope}, not {client!r}"
         )
     if protocol in _AZURE:
         azure, reason = choose_azure(protocol, options, client)

@@ -34,12 +34,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from storeprobe.backends.obstore_stores import ObstoreGCSBackend, open_store
+from storeprobe.backends.registry import REGISTRY
 from storeprobe.errors import ConfigurationError, MissingDependencyError
 
 __all__ = ["GCS_CLIENTS", "choose_gcs", "translate_gcsfs"]
 
 #: The clients a ``gs://`` URL can be measured through.
-GCS_CLIENTS = ("auto", "obstore", "gcsfs")
+GCS_CLIENTS = REGISTRY.choices()["gs"]  # from the client specs
 _IGNORED = frozenset({"skip_instance_cache", "use_listings_cache", "project"})
 #: what obstore sends as the bearer token of an anonymous write (GCS refuses both alike)
 _ANONYMOUS = "anonymous"

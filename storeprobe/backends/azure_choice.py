@@ -36,13 +36,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from storeprobe.backends.obstore_stores import ObstoreAzureBackend, open_store
+from storeprobe.backends.registry import REGISTRY
 from storeprobe.backends.s3_trust import AZURE_CA_VARIABLES, resolve_trust
 from storeprobe.errors import ConfigurationError, MissingDependencyError
 
 __all__ = ["AZURE_CLIENTS", "choose_azure", "translate_adlfs"]
 
 #: The clients an Azure Blob URL can be measured through.
-AZURE_CLIENTS = ("auto", "obstore", "adlfs")
+AZURE_CLIENTS = REGISTRY.choices()["abfs"]  # from the client specs
 _IGNORED = frozenset({"skip_instance_cache", "use_listings_cache"})
 # adlfs options obstore's Azure store takes under another name
 _ADLFS_TO_OBSTORE = {
