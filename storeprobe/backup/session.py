@@ -198,9 +198,13 @@ class Session:
 
     def read_through(self, reads: Sequence[Read]) -> None:
         """The reads of :meth:`get` whose bytes the method does not keep (a signature's
-        read of a file, say): each window's bytes dropped before the next runs."""
-        for _ in self.get_windows(reads):
-            pass
+        read of a file, say): each window's bytes dropped before the next runs, and a
+        whole object larger than the budget landed in a staging file and dropped with it
+        (:meth:`get_staged_windows`), never held in memory."""
+        for bodies in self.get_staged_windows(reads):
+            for body in bodies:
+                if isinstance(body, Staging):
+                    body.close()
 
     def get_windows(self, reads: Sequence[Read]) -> Iterator[list[bytes]]:
         """The reads of :meth:`get`, one window at a time: each window's bytes, in order,
@@ -208,6 +212,17 @@ class Session:
         size is its range, or the size this session wrote under its key."""
         for run in windows(self._sizes(reads), self.budget):
             yield self._get([reads[i] for i in run])
+
+    def get_each(self, reads: Sequence[Read]) -> Iterator[bytes]:
+        """The bytes of each read of :meth:`get_windows`, one at a time and in order: a
+        window's bodies are handed out and let go one by one, so once the caller has
+        dropped the last of them the next window runs holding none (a ``for bodies in
+        get_windows(...)`` loop keeps its window's list while the next one is read)."""
+        for run in windows(self._sizes(reads), self.budget):
+            bodies = self._get([reads[i] for i in run])
+            bodies.reverse()
+            while bodies:
+                yield bodies.pop()
 
     def get_staged_windows(self, reads: Sequence[Read]) -> Iterator[list[bytes | Staging]]:
         """:meth:`get_windows`, but a whole object larger than the budget, on a client
