@@ -122,6 +122,7 @@ def cut_windows(
         for offset, length in cuts:
             yield start + offset, data[offset : offset + length]
         start += cuts[-1][0] + cuts[-1][1]
+        del data  # before the next window is read: one window held, not two
 
 
 # -- where the bytes come from ---------------------------------------------------------

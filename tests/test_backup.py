@@ -388,7 +388,7 @@ def test_windows_split_by_bytes_an_oversized_item_alone() -> None:
                                                    range(4, 6), range(6, 7)]  # fmt: skip
 
 
-@pytest.mark.parametrize("method", ["files", "chunks", "rsnapshot", "restic"])
+@pytest.mark.parametrize("method", ["files", "chunks", "rsnapshot", "restic", "rdiff-backup"])
 def test_a_small_window_budget_keeps_the_requests_and_restores_every_byte(
     tmp_path: Path, method: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -32,7 +32,7 @@ from attrs import define, field
 from storeprobe.backends import AsyncBackend, Landing, SyncBackend
 from storeprobe.backup.objects import Blob, BlobPayloads, Read
 from storeprobe.execution import Leftover, bounded, delete_names, execute, remove_folders
-from storeprobe.jobs import EXISTENCE
+from storeprobe.jobs import EXISTENCE, release_parts, settling
 from storeprobe.planning import Plan
 from storeprobe.request import Body, Kind, Part, Request
 from storeprobe.staging import Staging
@@ -283,7 +283,17 @@ class Session:
         """One multipart upload of ``blob`` in parts of ``part_size`` bytes, at most
         ``concurrency`` (and ``streams``) in flight: create, parts, complete (a client
         that splits uploads by itself, obstore, is handed the whole blob and the part
-        size). One PUT where the client cannot split an upload."""
+        size). One PUT where the client cannot split an upload.
+
+        One window, whatever the blob's size. A blob larger than the budget is not made
+        in memory: before the window it is written to a staging file 1 MiB at a time and
+        fsynced (:meth:`Staging.of_payloads`, untimed), each part is sent as a view of
+        the file's pages and unmapped once sent (:func:`~storeprobe.jobs.release_parts`),
+        so memory holds the parts in flight; what the window then includes besides the
+        transfer is the read of each part from the page cache, as a probe's staged split
+        upload. Parts are not made while the window runs (a producer filling a pool
+        beside the requests would put their making, CPU the storage never sees, into the
+        timed span). obstore is handed the whole blob, held in memory."""
         capabilities = self.target.backend.capabilities
         if not capabilities.splits_uploads:
             self.put([blob])
@@ -325,7 +335,30 @@ class Session:
                 phases.append((Request(kind=Kind.COMPLETE_MULTIPART, key=key),))
             plan = Plan(phases=tuple(phases))
         self.written[key] = size
-        self._window(plan, BlobPayloads([blob]), streams=min(concurrency, self.streams))
+        streams = min(concurrency, self.streams)
+        if capabilities.client_multipart or size <= self.budget:
+            self._window(plan, BlobPayloads([blob]), streams=streams)
+            return
+        # parts of an object larger than a window: staged, then sent as views of the file
+        staging = Staging.of_payloads(BlobPayloads([blob]), 0, size)
+        try:
+            bodies = [
+                None if r.body is None else self.target.backend.staged_body(staging, r.body)
+                for r in plan.requests
+            ]
+            run = execute(
+                self.target.backend,
+                plan,
+                streams=streams,
+                clock=self.clock,
+                timeout=self.timeout,
+                bodies=bodies,
+                wrap=settling(release_parts(plan, staging)),
+            )
+            del bodies
+        finally:
+            staging.close()
+        self.runs.append(run)
 
     def copy(self, pairs: Sequence[tuple[str, str]]) -> None:
         """One server-side COPY per ``(source, key)``, ≤ ``streams`` at once (the folders
