@@ -49,6 +49,7 @@ from storeprobe.settings import Settings
 from storeprobe.step import Step
 from storeprobe.target import Target
 from storeprobe.transfer import Clock
+from storeprobe.units import format_size
 from storeprobe.verification import VerificationError
 from storeprobe.workload import Workload
 
@@ -245,6 +246,7 @@ def backup_restore(
     """
     chosen = method_for(method, target.protocol, chunk_size=chunk_size)
     steps = _plan(versions, restore)
+    check_restore_room(versions)
     environment, prefix = open_run(target, settings.label, settings.timeout, chosen.folders)
     backend = target.backend
     reader = (
@@ -293,6 +295,34 @@ def backup_restore(
         last = results[-1]
         results[-1] = attrs.evolve(last, warnings=(*last.warnings, notice))
     return results
+
+
+#: free space kept beyond what a restore needs (the disk's own margin, a spooled volume)
+_RESTORE_MARGIN = 64 * 1024 * 1024
+
+
+def check_restore_room(versions: Sequence[Dataset], directory: str | None = None) -> int:
+    """Bytes a scenario's restores need on the local disk, once ``directory`` (the
+    temporary directory, ``TMPDIR``, by default) has them free; else
+    :class:`ConfigurationError`, before anything is written.
+
+    A restore writes the whole version into a directory there, and beside it at most
+    one more file's worth at a time (an object above the window budget landed in a
+    staging file, or a file built under a temporary name from its basis): the largest
+    version's bytes plus twice its largest file, plus a margin of 64 MiB."""
+    directory = directory or tempfile.gettempdir()
+    largest = max((version.total_bytes for version in versions), default=0)
+    biggest = max((f.size for version in versions for f in version.files), default=0)
+    need = largest + 2 * biggest + _RESTORE_MARGIN
+    free = shutil.disk_usage(directory).free
+    if free < need:
+        raise ConfigurationError(
+            f"restoring this dataset needs {format_size(need)} of free space in {directory} "
+            f"(its largest version, {format_size(largest)}, and room to stage its largest "
+            f"file twice; {format_size(free)} free): point TMPDIR at a larger disk, or use "
+            "a smaller dataset"
+        )
+    return need
 
 
 def _range_reader(target: Target, probe: str, timeout: float | None) -> object:
