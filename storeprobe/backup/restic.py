@@ -356,7 +356,7 @@ class _ResticReplay(Replay):
         contents: dict[str, list[str]] = {}
         for file in version.files:
             ids = []
-            for blob_id, piece in self._chunks(version, file):
+            for blob_id, piece in self._chunks(version, file, session):
                 ids.append(blob_id)
                 if blob_id not in self.index and blob_id not in queued:
                     queued.add(blob_id)
@@ -404,14 +404,19 @@ class _ResticReplay(Replay):
         self.snapshots[version.version] = snapshot_id
         session.delete([lock])
 
-    def _chunks(self, version: Dataset, file: File) -> list[tuple[str, Piece]]:
+    def _chunks(
+        self, version: Dataset, file: File, session: Session | None = None
+    ) -> list[tuple[str, Piece]]:
         known = self.chunks.get((file.path, file.generation))
         if known is not None:
             return known
         polynomial = self.polynomial
 
         def read(start: int, stop: int) -> bytes:
-            return version.payload(file, start, stop)
+            data = version.payload(file, start, stop)
+            if session is not None:
+                session.worked("chunked", stop - start)
+            return data
 
         def cut_one(data: bytes) -> list[tuple[int, int]]:
             return _cut(data, polynomial)

@@ -36,7 +36,7 @@ from attrs import frozen
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backup.method import BackupMethod, Replay, StepKind
 from storeprobe.backup.registry import method_for
-from storeprobe.backup.session import Session
+from storeprobe.backup.session import Session, StepProgress
 from storeprobe.dataset import Dataset, Image, Tree
 from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError
@@ -105,6 +105,8 @@ class _Scenario:
         version = self.versions[step.version]
         session = self.session
         session.take_runs()
+        if session.progress is not None:
+            session.progress.start(f"{step.kind} {step.number} ({self.method.name})")
         notices: tuple[Notice, ...] = ()
         if step.kind == "backup":
             previous = self.versions[step.version - 1] if step.version else None
@@ -229,6 +231,7 @@ def backup_restore(
     clock: Clock,
     restore: Sequence[int] | None = None,
     chunk_size: int | str | None = None,
+    progress: StepProgress | None = None,
 ) -> list[Result]:
     """Back up every version, then restore versions; one Result per step.
 
@@ -239,7 +242,10 @@ def backup_restore(
     named chunking method's average chunk size. ``restore`` lists the
     versions to restore, in order (default: every version, oldest first): the first
     into an empty directory, each next one over the one before it. The method, the
-    versions and the restore order are checked before any I/O.
+    versions and the restore order are checked before any I/O. ``progress``
+    (:class:`~storeprobe.progress.StepBar` for a terminal) is told of each step, of the
+    bytes each window moved once it closed, and of untimed work (chunking) as it goes:
+    never while a window is open.
 
     The first failure stops the scenario: its Result holds the error, later steps are
     Results with a ``not-run`` error. Everything written is deleted at the end.
@@ -265,6 +271,7 @@ def backup_restore(
         clock=clock,
         reader=reader,
         premade=frozenset(chosen.folders),
+        progress=progress,
     )
     scenario = _Scenario(
         method=chosen,
@@ -288,6 +295,8 @@ def backup_restore(
                 failed = _error(target, exc)
                 results.append(scenario.failed(step, failed))
     finally:
+        if progress is not None:
+            progress.close()
         shutil.rmtree(directory, ignore_errors=True)
         leftovers = session.close(chosen.folders)
     notice = cleanup_notice(prefix, leftovers)

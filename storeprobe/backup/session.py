@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterator, Sequence
+from typing import Protocol
 
 import attrs
 from attrs import define, field
@@ -39,7 +40,7 @@ from storeprobe.staging import Staging
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Run
 
-__all__ = ["WINDOW_BUDGET", "Leftover", "Session", "windows"]
+__all__ = ["STAGE_ABOVE", "WINDOW_BUDGET", "Leftover", "Session", "StepProgress", "windows"]
 
 #: protocols whose caches the client evicts itself (or that have none to evict)
 _EVICTABLE = frozenset({"file", "local", "memory"})
@@ -48,6 +49,10 @@ Backend = AsyncBackend | SyncBackend
 
 #: the most bytes of bodies one window of writes or reads holds (256 MiB)
 WINDOW_BUDGET = 256 * 1024 * 1024
+#: one whole object larger than this (64 MiB) is staged in a local file both ways, on the
+#: clients that can (a write sent from the file, a read landing in it), not made or held
+#: in memory: a window of a few such objects holds only what is in flight
+STAGE_ABOVE = 64 * 1024 * 1024
 
 
 def windows(sizes: Sequence[int], budget: int = WINDOW_BUDGET) -> list[range]:
@@ -63,6 +68,23 @@ def windows(sizes: Sequence[int], budget: int = WINDOW_BUDGET) -> list[range]:
     if start < len(sizes):
         runs.append(range(start, len(sizes)))
     return runs
+
+
+class StepProgress(Protocol):
+    """What a session tells about a step's progress (:class:`storeprobe.progress.StepBar`),
+    always between windows: never while one is open."""
+
+    def start(self, description: str) -> None:
+        """A step begins (its label)."""
+
+    def close(self) -> None:
+        """The scenario has ended."""
+
+    def window(self, moved: int) -> None:
+        """A window closed, having moved ``moved`` bytes (sent + received)."""
+
+    def work(self, what: str, done: int) -> None:
+        """``done`` more bytes of untimed work ``what`` (chunking, hashing)."""
 
 
 @define
@@ -92,6 +114,8 @@ class Session:
     linked_files: int = 0
     #: the most bytes of bodies one window of :meth:`put` or :meth:`get_windows` holds
     budget: int = field(factory=lambda: WINDOW_BUDGET)
+    #: told after each window and of untimed work (None: no progress shown)
+    progress: StepProgress | None = None
 
     # -- the step ----------------------------------------------------------------------
     def take_runs(self) -> list[Run]:
@@ -119,7 +143,7 @@ class Session:
                 return None
             if (
                 request.kind is Kind.PUT
-                and part.stop - part.start > self.budget
+                and part.stop - part.start > self.stage_above
                 and backend.capabilities.sends_from_file
                 and request.part_size is None
             ):
@@ -144,8 +168,19 @@ class Session:
         finally:
             for staging in stagings:
                 staging.close()
-        self.runs.append(run)
+        self._record(run)
         return run
+
+    def _record(self, run: Run) -> None:
+        """Keep the window's record; tell the progress it closed (after it, untimed)."""
+        self.runs.append(run)
+        if self.progress is not None:
+            self.progress.window(sum(o.sent + o.received for o in run.outcomes))
+
+    def worked(self, what: str, done: int) -> None:
+        """Tell the progress of ``done`` more bytes of untimed work ``what``."""
+        if self.progress is not None:
+            self.progress.work(what, done)
 
     # -- what a method asks -------------------------------------------------------------
     def key(self, *parts: str) -> str:
@@ -225,26 +260,39 @@ class Session:
                 yield bodies.pop()
 
     def get_staged_windows(self, reads: Sequence[Read]) -> Iterator[list[bytes | Staging]]:
-        """:meth:`get_windows`, but a whole object larger than the budget, on a client
-        that lands a read in a file (``lands_in_file``: the local disk, S3), lands in a
-        :class:`~storeprobe.staging.Staging` file written as its bytes arrive (one GET as
-        in memory; the file is zeroed and fsynced before its window, as a probe's staged
-        download). The caller reads it and closes it."""
+        """:meth:`get_windows`, but a whole object larger than :attr:`stage_above`, on a
+        client that lands a read in a file (``lands_in_file``: the local disk, S3), lands
+        in a :class:`~storeprobe.staging.Staging` file written as its bytes arrive (one
+        GET as in memory; the file is zeroed and fsynced before its window, as a probe's
+        staged download). The caller reads it and closes it."""
         sizes = self._sizes(reads)
         lands = self.target.backend.capabilities.lands_in_file
         for run in windows(sizes, self.budget):
             some = [reads[i] for i in run]
-            size = sizes[run[0]]
-            if len(some) == 1 and size > self.budget and some[0].start is None and lands:
-                staging = Staging.blank(size)
-                try:
-                    self._get(some, landings=[staging])
-                except BaseException:
-                    staging.close()
-                    raise
-                yield [staging]
-            else:
-                yield list(self._get(some))
+            staged: list[Staging | None] = [
+                Staging.blank(sizes[i])
+                if lands and sizes[i] > self.stage_above and reads[i].start is None
+                else None
+                for i in run
+            ]
+            try:
+                if not any(staged):
+                    yield list(self._get(some))
+                    continue
+                bodies = self._get(some, landings=staged)
+            except BaseException:
+                for staging in staged:
+                    if staging is not None:
+                        staging.close()
+                raise
+            yield [b if s is None else s for b, s in zip(bodies, staged, strict=True)]
+            del bodies
+
+    @property
+    def stage_above(self) -> int:
+        """Bytes above which one whole object is staged in a local file instead of held
+        in memory (:data:`STAGE_ABOVE`, or the budget when it is smaller)."""
+        return min(self.budget, STAGE_ABOVE)
 
     def _sizes(self, reads: Sequence[Read]) -> list[int]:
         return [
@@ -336,7 +384,7 @@ class Session:
             plan = Plan(phases=tuple(phases))
         self.written[key] = size
         streams = min(concurrency, self.streams)
-        if capabilities.client_multipart or size <= self.budget:
+        if capabilities.client_multipart or size <= self.stage_above:
             self._window(plan, BlobPayloads([blob]), streams=streams)
             return
         # parts of an object larger than a window: staged, then sent as views of the file
@@ -358,7 +406,7 @@ class Session:
             del bodies
         finally:
             staging.close()
-        self.runs.append(run)
+        self._record(run)
 
     def copy(self, pairs: Sequence[tuple[str, str]]) -> None:
         """One server-side COPY per ``(source, key)``, ≤ ``streams`` at once (the folders
