@@ -82,6 +82,7 @@ from storeprobe.backup.method import BackupMethod, Replay, StepKind
 from storeprobe.backup.objects import Blob, Read
 from storeprobe.backup.session import Session, windows
 from storeprobe.dataset import Dataset, File
+from storeprobe.dataset import content as file_content
 from storeprobe.manifest import Piece
 from storeprobe.restore import write_fetched, write_files
 
@@ -251,7 +252,7 @@ class _RdiffReplay(Replay):
         if changed and then is not None and previous is not None:
             written.update(self._changed(session, version, previous, changed, then))
         self._added(session, version, added, then, written)
-        if deleted and then is not None:
+        if deleted and then is not None and previous is not None:
             written.update(self._deleted(session, previous, deleted, then))
         if then is not None:
             markers = self._markers(session, old, new, [*written], then)
@@ -278,7 +279,7 @@ class _RdiffReplay(Replay):
         """The changed files, a window's worth at a time (a file larger than a window
         alone): the reads whose bytes the tool uses are dropped as they arrive, and the
         signature and reverse delta are computed over the versions' own bytes (what the
-        mirror and the temporary file hold), 8 MiB at a time, never a whole file; what
+        mirror and the temporary file hold), 1 MiB at a time, never a whole file; what
         is kept is each reverse delta, gzipped, until its window is written."""
         written: dict[str, tuple[Increment, str]] = {}
         old = {file.path: file for file in previous.files}
@@ -341,7 +342,7 @@ class _RdiffReplay(Replay):
         self, session: Session, previous: Dataset, deleted: list[File], then: str
     ) -> dict[str, tuple[Increment, str]]:
         """Deleted files, a window's worth at a time: each read (its bytes dropped), stored
-        gzipped (gzip of the previous version's bytes, 8 MiB at a time), then deleted."""
+        gzipped (gzip of the previous version's bytes, 1 MiB at a time), then deleted."""
         found: dict[str, tuple[Increment, str]] = {}
         for run in windows([file.size for file in deleted], session.budget):
             batch = [deleted[i] for i in run]
@@ -532,13 +533,12 @@ def _restore_batch(
         for start, length in spans[path]
     ]
     at = iter(places)
-    for bodies in session.get_windows(reads):
-        for piece in bodies:
-            path, start = next(at)
-            with open(_beside(scratch[path], ".basis"), "r+b") as out:
-                out.seek(start)
-                out.write(piece)
-        del bodies
+    for piece in session.get_each(reads):
+        path, start = next(at)
+        with open(_beside(scratch[path], ".basis"), "r+b") as out:
+            out.seek(start)
+            out.write(piece)
+        del piece
     for path in ranged:
         basis = _beside(scratch[path], ".basis")
         _patch_file(basis, deltas.pop(path), scratch[path])
@@ -552,14 +552,14 @@ def _restore_batch(
         os.replace(scratch[path], directory / path)
 
 
-#: bytes of a version's file made, or unzipped into a restore, at a time
+#: bytes of a snapshot unzipped into a restore at a time
 _PIECE = 8 << 20
 
 
-def _pieces(version: Dataset, file: File) -> Iterator[bytes]:
-    """The bytes of ``file`` in ``version``, :data:`_PIECE` at a time."""
-    for start in range(0, file.size, _PIECE):
-        yield version.payload(file, start, min(file.size, start + _PIECE))
+def _pieces(version: Dataset, file: File) -> Iterator[memoryview]:
+    """The bytes of ``file`` in ``version``, 1 MiB at a time in one reused buffer (each
+    piece read before the next is drawn: librsync's jobs, gzip's ``write``)."""
+    return file_content(version, file)
 
 
 def _scratch(destination: Path) -> Path:
