@@ -15,6 +15,12 @@ than the budget alone in its window), so a scenario holds about one window's byt
 whatever the dataset's size; the requests and their order do not change, and a step is
 the sum of its windows' spans as before.
 
+One whole object above :data:`STAGE_ABOVE` (64 MiB) goes through a staging file on
+the clients that can (sent from it, or landed in it as it arrives), and a multipart
+upload above it sends its parts as views of one (:meth:`Session.put_parts`), so memory
+holds what is in flight, not the object. A :class:`StepProgress` is told of each window
+once it has closed, never while one is open.
+
 Untimed, outside the windows: making bodies (the bytes of the objects a window writes
 are generated just before it), folders a write needs on a file system, evicting what
 the backups wrote from the page cache before a restore (:meth:`Session.evict`), and the
