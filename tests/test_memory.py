@@ -196,10 +196,10 @@ def test_a_single_staged_download_is_verified(tmp_path: Path, extra: int) -> Non
 #: issue 24's bound for a scenario: peak RSS growth over the process after its imports
 SCENARIO_GROWTH = 320 * MiB
 
-#: the image each method's scenario backs up and restores (two versions). 512 MiB is twice
-#: the window budget (256 MiB) and eight times the staging threshold (64 MiB): a method
-#: that held the image whole, or two windows at once, would grow by 512 MiB or more and
-#: fail; one that is bounded grows by the same at 512 MiB as at 1 GiB
+#: the image each method's scenario backs up and restores (two versions). 512 MiB is four
+#: times the window budget (128 MiB) and eight times the staging threshold (64 MiB): a
+#: method that held the image whole would grow by 512 MiB or more and fail; one that is
+#: bounded grows by about the same at 512 MiB as at 1 GiB
 #: (``benchmarks/backup_memory.py``: docs/backup.md, "Memory"), in half the time
 SCENARIO_IMAGE = 512 * MiB
 

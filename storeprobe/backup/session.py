@@ -53,8 +53,10 @@ _EVICTABLE = frozenset({"file", "local", "memory"})
 
 Backend = AsyncBackend | SyncBackend
 
-#: the most bytes of bodies one window of writes or reads holds (256 MiB)
-WINDOW_BUDGET = 256 * 1024 * 1024
+#: the most bytes of bodies one window of writes or reads holds (128 MiB: with the
+#: chunker's 64 MiB window, one object's copy and the interpreter, a scenario stays near
+#: 256 MiB plus what is in flight)
+WINDOW_BUDGET = 128 * 1024 * 1024
 #: one whole object larger than this (64 MiB) is staged in a local file both ways, on the
 #: clients that can (a write sent from the file, a read landing in it), not made or held
 #: in memory: a window of a few such objects holds only what is in flight
