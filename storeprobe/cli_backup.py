@@ -20,6 +20,7 @@ from storeprobe.cost import load_prices, price_sheet_names
 from storeprobe.dataset import Image, Tree
 from storeprobe.errors import ConfigurationError, TargetError
 from storeprobe.probe import MAX_STREAMS, Probe
+from storeprobe.progress import StepBar
 from storeprobe.result import Result
 from storeprobe.resultset import ResultSet
 from storeprobe.settings import DEFAULT_PREP_STREAMS
@@ -111,6 +112,13 @@ def add_backup_command(
     )
     backup.add_argument("--no-verify", action="store_true", help="skip checking restored bytes")
     backup.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="draw each step's progress on standard error (bytes moved, bytes chunked), only "
+        "between its timed windows (default: when standard error is a terminal)",
+    )
+    backup.add_argument(
         "--prices",
         metavar="NAME|FILE.toml",
         help="add what the steps cost at a provider's list prices: a shipped price sheet ("
@@ -193,6 +201,8 @@ def run_backup(
     }
     results: list[Result] = []
     refused: list[str] = []
+    wanted = sys.stderr.isatty() if args.progress is None else bool(args.progress)
+    bar = StepBar(file=sys.stderr) if wanted else None
     for url in args.urls:
         try:
             for method in args.method:
@@ -203,6 +213,7 @@ def run_backup(
                         method=method,
                         chunk_size=args.chunk_size,
                         restore=args.restore,
+                        progress=bar,
                     )
                     for result in steps:
                         print(f"  {render.result_line(result)}", file=sys.stderr)

@@ -122,6 +122,7 @@ def cut_windows(
         for offset, length in cuts:
             yield start + offset, data[offset : offset + length]
         start += cuts[-1][0] + cuts[-1][1]
+        del data  # before the next window is read: one window held, not two
 
 
 # -- where the bytes come from ---------------------------------------------------------
@@ -207,14 +208,24 @@ def map_files(prefix: str, dataset: Dataset) -> VersionMap:
     )
 
 
-def map_chunks(prefix: str, dataset: Dataset, chunking: Chunking) -> VersionMap:
+def map_chunks(
+    prefix: str,
+    dataset: Dataset,
+    chunking: Chunking,
+    worked: Callable[[int], None] | None = None,
+) -> VersionMap:
+    """Each file of ``dataset`` cut into chunks, one object per distinct chunk (named by
+    its BLAKE2b-128); ``worked`` is told the bytes of each window read and cut."""
     objects: dict[str, Stored] = {}
     layout: dict[str, list[tuple[str, int]]] = {}
     for file in dataset.files:
         keys: list[tuple[str, int]] = []
 
         def read(start: int, stop: int, file: File = file) -> bytes:
-            return dataset.payload(file, start, stop)
+            data = dataset.payload(file, start, stop)
+            if worked is not None:
+                worked(stop - start)
+            return data
 
         for offset, chunk in chunking.cut_windows(read, file.size):
             length = len(chunk)

@@ -30,6 +30,7 @@ from attrs import define, field
 from fsspec.callbacks import Callback
 
 from storeprobe.backup import Method, backup_restore
+from storeprobe.backup.session import StepProgress
 from storeprobe.dataset import Image, Tree
 from storeprobe.distributed import Distributed
 from storeprobe.environment import check_label
@@ -213,9 +214,11 @@ class Probe(SeedProbes):
         method: Method = "files",
         chunk_size: int | str | None = None,
         restore: Sequence[int] | None = None,
+        progress: StepProgress | None = None,
     ) -> ResultSet:
         """Back up ``versions`` versions of ``dataset``, then restore each; one Result per
-        step (see :mod:`storeprobe.backup`).
+        step (see :mod:`storeprobe.backup`). ``progress`` (e.g.
+        :class:`storeprobe.progress.StepBar`) is told of each step between its windows.
 
         ``versions`` is a count (the dataset and its successive ``evolve()`` results with
         their defaults) or the versions themselves. ``method`` names the tool whose
@@ -250,6 +253,7 @@ class Probe(SeedProbes):
                 clock=self.clock,
                 chunk_size=chunk_size,
                 restore=restore,
+                progress=progress,
             )
         )
 

@@ -26,7 +26,7 @@ from fsspec.callbacks import Callback
 from storeprobe.transfer import Meter
 from storeprobe.units import auto_rate_unit, format_bytes, rate_in, significant
 
-__all__ = ["MAX_UPDATES_PER_S", "Pump", "RateBar"]
+__all__ = ["MAX_UPDATES_PER_S", "Pump", "RateBar", "StepBar"]
 
 #: most progress updates per second
 MAX_UPDATES_PER_S = 10.0
@@ -145,3 +145,63 @@ class RateBar(Callback):  # type: ignore[misc]  # fsspec ships no type hints
         self._done = int(self.value)
         self._changed = self.clock()
         self._draw()
+
+
+class StepBar:
+    """A scenario's progress: one tqdm bar per backup or restore step, drawn only between
+    its timed windows (the scenario calls it before or after a window, never from inside
+    one, and no thread draws beside it).
+
+    It shows the bytes the step's windows moved so far (told after each window) and the
+    untimed work done for it (told as it goes: chunking and hashing a version's files,
+    making bodies), each in 1024-based units. :meth:`start` opens the bar of a step;
+    :meth:`close` ends it.
+    """
+
+    def __init__(self, file: IO[str] | None = None, mininterval: float = 0.1) -> None:
+        self.file = file
+        self.mininterval = mininterval
+        self.bar: Any = None
+        self.moved = 0
+        self.windows = 0
+        self.worked: dict[str, int] = {}
+
+    def start(self, description: str) -> None:
+        """Close the current bar and open one for the step ``description``."""
+        from tqdm import tqdm
+
+        self.close()
+        self.moved, self.windows, self.worked = 0, 0, {}
+        self.bar = tqdm(
+            desc=description,
+            file=self.file,
+            leave=False,
+            mininterval=self.mininterval,
+            bar_format="{desc}: {postfix} [{elapsed}]",
+        )
+        self._draw()
+
+    def window(self, moved: int) -> None:
+        """A timed window has closed, having moved ``moved`` bytes (sent + received)."""
+        self.moved += moved
+        self.windows += 1
+        self._draw()
+
+    def work(self, what: str, done: int) -> None:
+        """``done`` more bytes of untimed work ``what`` (e.g. ``"chunked"``)."""
+        self.worked[what] = self.worked.get(what, 0) + done
+        self._draw()
+
+    def _draw(self) -> None:
+        if self.bar is None:
+            return
+        parts = [f"{format_bytes(self.moved)} moved in {self.windows} windows"]
+        parts += [f"{format_bytes(n)} {what}" for what, n in self.worked.items()]
+        self.bar.set_postfix_str(", ".join(parts), refresh=False)
+        self.bar.refresh()
+
+    def close(self) -> None:
+        """End the current bar (it is cleared: the final table follows)."""
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None

@@ -388,7 +388,7 @@ def test_windows_split_by_bytes_an_oversized_item_alone() -> None:
                                                    range(4, 6), range(6, 7)]  # fmt: skip
 
 
-@pytest.mark.parametrize("method", ["files", "chunks", "rsnapshot", "restic"])
+@pytest.mark.parametrize("method", ["files", "chunks", "rsnapshot", "restic", "rdiff-backup"])
 def test_a_small_window_budget_keeps_the_requests_and_restores_every_byte(
     tmp_path: Path, method: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -476,3 +476,44 @@ def test_chunks_cut_window_by_window_are_the_chunks_of_the_whole() -> None:
     assert len(whole) > 100
     assert windowed == whole
     assert list(chunking.cut_windows(lambda a, b: b"", 0)) == [(0, b"")]
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("client", ["s3fs", "obstore"])
+def test_a_file_above_the_part_threshold_is_a_multipart_upload_restored_byte_for_byte(
+    s3_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, client: str
+) -> None:
+    """files on S3 with rclone's upload cutoff lowered to 8 MiB: a 24 MiB image is one
+    multipart upload per backup (create, five parts of 5 MiB, complete; obstore's own
+    multipart upload is one request of the client's), and each restore reads it back and
+    checks every byte. With the window budget lowered below the image (16 MiB), the parts
+    s3fs sends come from a staging file, not from memory: the same requests."""
+    import storeprobe.staging as staging_module
+
+    image = Image.create("24MiB", block_size="64KiB", seed=4)
+    versions = [image, image.evolve(seed=1)]
+    method = Files(upload_cutoff="8MiB")
+    staged: list[int] = []
+    of_payloads = staging_module.Staging.of_payloads.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type, payloads: Any, index: int, size: int, directory: Any = None) -> Any:
+        staged.append(size)
+        return of_payloads(cls, payloads, index, size, directory)
+
+    def run(bucket: str) -> ResultSet:
+        url = f"s3://bench/{bucket}-{client}"
+        probe = Probe.from_url(url, s3_options(s3_server.endpoint), client=client)
+        return probe.backup_restore(image, versions=versions, method=method)
+
+    whole = run("parts-memory")
+    monkeypatch.setattr(staging_module.Staging, "of_payloads", classmethod(counted))
+    monkeypatch.setattr(session_module, "WINDOW_BUDGET", 16 * 1024 * 1024)
+    split = run("parts-staged")
+    for results in (whole, split):
+        assert all(r.ok for r in results), [r.errors for r in results]
+        assert [r.step.kind for r in results if r.step] == ["backup"] * 2 + ["restore"] * 2
+    assert _counts(split) == _counts(whole)
+    backups = _counts(split)[:2]
+    assert [c.get("put-part") for c in backups] == [5, 5], backups  # ⌈24 / 5⌉ parts each
+    # s3fs: the image staged once per backup; obstore is handed the blob whole
+    assert staged == ([image.total_bytes] * 2 if client == "s3fs" else [])

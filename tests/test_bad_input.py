@@ -18,6 +18,7 @@ import pytest
 
 from storeprobe import (
     ConfigurationError,
+    Image,
     MissingDependencyError,
     Probe,
     ResultFormatError,
@@ -361,6 +362,14 @@ CASES = [
         ConfigurationError,
         "free space",
         lambda e: ["run", str(e.tmp), "--workload", "1x4TiB"],
+    ),
+    Case(
+        "backup dataset larger than the free space for its restores",
+        lambda e: Probe.from_url(str(e.tmp)).backup_restore(
+            Image.create("4TiB", block_size="64MiB"), versions=1
+        ),
+        ConfigurationError,
+        "free space",
     ),
     Case(
         "streams 0",

@@ -189,3 +189,63 @@ def test_a_single_staged_download_is_verified(tmp_path: Path, extra: int) -> Non
     else:
         assert f"differs from what was written at byte {9 * MiB + 5}" in result.errors[0].message
     assert os.listdir(tmp_path / "disk") == []
+
+
+# -- backup scenarios ---------------------------------------------------------------------
+
+#: issue 24's bound for a scenario: peak RSS growth over the process after its imports
+SCENARIO_GROWTH = 320 * MiB
+
+#: the image each method's scenario backs up and restores (two versions). 512 MiB is four
+#: times the window budget (128 MiB) and eight times the staging threshold (64 MiB): a
+#: method that held the image whole would grow by 512 MiB or more and fail; one that is
+#: bounded grows by about the same at 512 MiB as at 1 GiB
+#: (``benchmarks/backup_memory.py``: docs/backup.md, "Memory"), in half the time
+SCENARIO_IMAGE = 512 * MiB
+
+_SCENARIO = """
+import json, sys
+from storeprobe import Image, Probe
+
+def status(field):  # this process's VmRSS or VmHWM, in bytes
+    with open("/proc/self/status") as lines:
+        return next(int(l.split()[1]) for l in lines if l.startswith(field)) * 1024
+
+disk, method, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+image = Image.create(size, block_size="64KiB", seed=1)
+versions = [image, image.evolve(seed=2)]
+import storeprobe.delta, fastcdc, tqdm  # loaded before the baseline, as the scenario would
+base = status("VmRSS")
+results = Probe.from_url(disk, streams=1).backup_restore(image, versions=versions, method=method)
+print(json.dumps({"ok": all(r.ok for r in results),
+                  "errors": [str(e) for r in results for e in r.errors],
+                  "steps": len(results), "base": base, "peak": status("VmHWM")}))
+"""
+
+
+@pytest.mark.parametrize(
+    "method", ["files", "chunks", "restic", "duplicity", "duplicacy", "rsnapshot", "rdiff-backup"]
+)
+def test_a_backup_scenario_keeps_memory_bounded(tmp_path: Path, method: str) -> None:
+    """Every method backs up and restores a 512 MiB image (two versions, every restore
+    verified byte for byte) within 320 MiB of peak RSS growth, in a process of its own."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    env = {**os.environ, "TMPDIR": str(staging)}
+    done = subprocess.run(
+        [sys.executable, "-c", _SCENARIO, str(disk), method, str(SCENARIO_IMAGE)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=280,
+    )
+    assert done.returncode == 0, done.stderr
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert figures["ok"], figures["errors"]
+    assert figures["steps"] == 4
+    growth = figures["peak"] - figures["base"]
+    assert growth <= SCENARIO_GROWTH, f"{method}: peak RSS grew by {growth / MiB:.0f} MiB"
+    assert list(staging.iterdir()) == []  # every staging file and restore directory gone
+    assert list(disk.iterdir()) == []  # and everything the scenario wrote

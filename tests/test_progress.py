@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from fsspec.callbacks import Callback
@@ -138,3 +139,66 @@ def test_the_rate_bar_driven_by_a_pump_ends_at_every_byte() -> None:
     drawn = out.getvalue()
     assert "4.00 MiB/4.00 MiB, 2.000 MiB/s" in drawn
     assert "upload small" in drawn
+
+
+def test_scenario_progress_never_draws_inside_a_timed_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every step of a backup scenario shows progress (its start, each window's bytes once
+    it closed, the bytes chunked), and none of it is drawn while a window is open: the
+    engine's calls are wrapped to record when each window opens and closes, beside the
+    progress events, and a real StepBar draws into a buffer at every event."""
+    import io
+
+    import storeprobe.backup.session as session_module
+    from storeprobe import Image, Probe
+    from storeprobe.progress import StepBar
+
+    events: list[str] = []
+    execute = session_module.execute
+
+    def recorded(*args: object, **kwargs: object) -> object:
+        events.append("open")
+        try:
+            return execute(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            events.append("close")
+
+    monkeypatch.setattr(session_module, "execute", recorded)
+    out = io.StringIO()
+
+    class Recording(StepBar):
+        def start(self, description: str) -> None:
+            events.append(f"start {description}")
+            super().start(description)
+
+        def _draw(self) -> None:
+            events.append("draw")
+            super()._draw()
+
+    image = Image.create("2MiB", block_size="64KiB", seed=3)
+    (tmp_path / "disk").mkdir()
+    results = Probe.from_url(str(tmp_path / "disk")).backup_restore(
+        image,
+        versions=2,
+        method="chunks",
+        chunk_size="256KiB",
+        progress=Recording(file=out, mininterval=0),
+    )
+    assert all(r.ok for r in results), [r.errors for r in results]
+    starts = [e for e in events if e.startswith("start")]
+    assert starts == ["start backup 1 (chunks)", "start backup 2 (chunks)",
+                      "start restore 1 (chunks)", "start restore 2 (chunks)"]  # fmt: skip
+    assert events.count("open") == events.count("close") > 4
+    inside = False
+    for event in events:
+        if event == "open":
+            inside = True
+        elif event == "close":
+            inside = False
+        else:
+            assert not inside, f"{event} while a window was open"
+    assert events.count("draw") > events.count("open")  # a draw after every window
+    drawn = out.getvalue()
+    assert "moved in" in drawn
+    assert "chunked" in drawn

@@ -42,7 +42,6 @@ def restore_version(
         if path not in unchanged:
             wanted.update((key, None) for key, _ in keys if key not in have)
     order = iter(wanted)
-    windows = session.get_windows([Read(key=k) for k in wanted])
-    # the objects arrive a window at a time and are written as they arrive
-    fetched = ((next(order), body) for bodies in windows for body in bodies)
+    # the objects arrive a window at a time and are written (and let go) as they arrive
+    fetched = ((next(order), body) for body in session.get_each([Read(key=k) for k in wanted]))
     assemble(version, previous, directory, unchanged, fetched)

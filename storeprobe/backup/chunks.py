@@ -38,7 +38,12 @@ class _ChunksReplay(Replay):
 
     def _map(self, session: Session, version: Dataset) -> VersionMap:
         if version.version not in self.maps:
-            self.maps[version.version] = map_chunks(session.prefix, version, self.chunking)
+            self.maps[version.version] = map_chunks(
+                session.prefix,
+                version,
+                self.chunking,
+                lambda done: session.worked("chunked", done),
+            )
         return self.maps[version.version]
 
     def backup(self, session: Session, version: Dataset, previous: Dataset | None) -> None:

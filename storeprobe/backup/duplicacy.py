@@ -89,7 +89,7 @@ from attrs import define, field, frozen
 from storeprobe.backup._buzhash import BLOCK, Cutter
 from storeprobe.backup.method import BackupMethod, Replay, StepKind
 from storeprobe.backup.objects import Blob, Read, Segment
-from storeprobe.backup.session import Session
+from storeprobe.backup.session import WINDOW_BUDGET, Session
 from storeprobe.dataset import Dataset, File
 from storeprobe.errors import ConfigurationError
 from storeprobe.manifest import Chunking, Piece
@@ -105,7 +105,7 @@ _KEY = b"duplicacy"
 _SEQUENCES = ("files", "chunks", "lengths")
 #: bytes of chunks one window writes or fetches at most: a window's bodies are in memory
 #: while it runs, so this bounds a step's memory (Duplicacy streams chunks as it cuts them)
-_WINDOW = 256 * MiB
+_WINDOW = WINDOW_BUDGET
 
 
 def _hash(data: bytes) -> bytes:

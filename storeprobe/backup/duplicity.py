@@ -71,12 +71,14 @@ a restore holds one volume's bytes (up to ``volume_size``) and one file's delta.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import posixpath
 import shutil
 import socket
 import tarfile
+import tempfile
 import zlib
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -93,6 +95,7 @@ from storeprobe.dataset import content as file_content
 from storeprobe.delta import Signature, SignatureArgs, delta, signature, write_patch
 from storeprobe.errors import ConfigurationError
 from storeprobe.manifest import Piece
+from storeprobe.staging import Staging
 from storeprobe.units import parse_size
 
 __all__ = ["Duplicity"]
@@ -480,21 +483,68 @@ class _DuplicityReplay(Replay):
         for backup in self.chain[: version.version + 1]:
             for volume in backup.volumes:
                 session.head([volume.key])
-                body = b"".join(session.get(self._reads(session, volume)))
-                if len(body) != volume.size:
-                    raise OSError(f"{volume.key}: read {len(body)} bytes, stored {volume.size}")
-                for entry in volume.entries:
-                    _apply(directory, entry, body, pending)
+                with _landed(session, self._reads(session, volume), volume) as body:
+                    for entry in volume.entries:
+                        _apply(directory, entry, body, pending)
+
+
+@contextlib.contextmanager
+def _landed(session: Session, reads: list[Read], volume: _Volume) -> Iterator[_Landed]:
+    """The volume's bytes in a local file as they arrive (untimed writes between its
+    reads): a whole volume above the window budget lands in a staging file during its
+    GET, smaller ones and boto3's 8 MiB ranges are written to a temporary file one read
+    at a time; so a restore holds a window of reads, never a volume."""
+    with tempfile.TemporaryFile(prefix="storeprobe-volume-") as spool:
+        staged: Staging | None = None
+        try:
+            size = 0
+            if len(reads) == 1:
+                for bodies in session.get_staged_windows(reads):
+                    for body in bodies:
+                        if isinstance(body, Staging):
+                            staged, size = body, body.size
+                        else:
+                            size += spool.write(body)
+            else:
+                for body in session.get_each(reads):
+                    size += spool.write(body)
+                    del body
+            if size != volume.size:
+                raise OSError(f"{volume.key}: read {size} bytes, stored {volume.size}")
+            spool.flush()
+            yield _Landed(staged.fd if staged is not None else spool.fileno())
+        finally:
+            if staged is not None:
+                staged.close()
+
+
+class _Landed:
+    """A volume landed in a local file: bytes read from it at offsets, never whole."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def read(self, offset: int, length: int) -> bytes:
+        return os.pread(self.fd, length, offset)
+
+    def pieces(self, offset: int, length: int) -> Iterator[bytes]:
+        """``length`` bytes from ``offset``, :data:`_PIECE` at a time."""
+        for start in range(offset, offset + length, _PIECE):
+            yield self.read(start, min(_PIECE, offset + length - start))
+
+
+#: bytes of a landed volume copied into a restored file at a time
+_PIECE = 8 * MiB
 
 
 def _block_number(number: int | None) -> str:
     return " " if number is None else str(number)  # manifest.py's bfmt
 
 
-def _apply(directory: Path, entry: _Entry, body: bytes, pending: dict[str, bytearray]) -> None:
-    """Apply one tar block of a volume to the restored directory."""
+def _apply(directory: Path, entry: _Entry, body: _Landed, pending: dict[str, bytearray]) -> None:
+    """Apply one tar block of a volume (landed in ``body``) to the restored directory: a
+    snapshot's bytes copied 8 MiB at a time, a delta's collected until it is whole."""
     target = directory / entry.path if entry.path else directory
-    data = body[entry.offset : entry.offset + entry.length]
     if entry.kind == "dir":
         target.mkdir(parents=True, exist_ok=True)
     elif entry.kind == "deleted":
@@ -505,14 +555,15 @@ def _apply(directory: Path, entry: _Entry, body: bytes, pending: dict[str, bytea
     elif entry.kind == "snapshot":
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "wb" if entry.path not in pending else "ab") as out:
-            out.write(data)
+            for piece in body.pieces(entry.offset, entry.length):
+                out.write(piece)
         if entry.last:
             pending.pop(entry.path, None)
         else:
             pending.setdefault(entry.path, bytearray())
     else:  # a delta, maybe in several blocks: patch once it is whole
         collected = pending.setdefault(entry.path, bytearray())
-        collected += data
+        collected += body.read(entry.offset, entry.length)
         if entry.last:
             del pending[entry.path]
             part = target.with_name(target.name + ".storeprobe-part")

@@ -68,11 +68,32 @@ class BlobPayloads:
         self._ends = [list(accumulate(_length(s) for s in blob.segments)) for blob in self.blobs]
 
     def fill(self, index: int, start: int, out: memoryview | bytearray) -> None:
-        data = self.payload_bytes(index, start, start + len(out))
-        out[: len(data)] = data
+        """Bytes ``[start, start + len(out))`` of object ``index`` written into ``out`` in
+        place, segment by segment (a dataset's pieces generated straight into it)."""
+        blob, ends = self.blobs[index], self._ends[index]
+        view = memoryview(out).cast("B")
+        stop = min(start + len(view), ends[-1] if ends else 0)
+        begin = 0
+        for segment, end in zip(blob.segments, ends, strict=True):
+            low, high = max(start, begin), min(stop, end)
+            if low < high:
+                target = view[low - start : high - start]
+                if isinstance(segment, Piece):
+                    offset = segment.offset + low - begin
+                    segment.dataset.fill(segment.file, offset, target)
+                else:
+                    target[:] = segment[low - begin : high - begin]
+            begin = end
+            if begin >= stop:
+                break
 
     def payload(self, index: int, start: int = 0, stop: int | None = None) -> bytearray:
-        return bytearray(self.payload_bytes(index, start, stop))
+        """Bytes ``[start, stop)`` of object ``index``: one buffer, filled in place."""
+        ends = self._ends[index]
+        stop = (ends[-1] if ends else 0) if stop is None else stop
+        out = bytearray(max(stop - start, 0))
+        self.fill(index, start, out)
+        return out
 
     def payload_bytes(self, index: int, start: int = 0, stop: int | None = None) -> bytes:
         blob, ends = self.blobs[index], self._ends[index]

@@ -68,7 +68,9 @@ import datetime
 import gzip
 import hashlib
 import io
+import os
 import posixpath
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -78,10 +80,11 @@ from attrs import define, field, frozen
 from storeprobe import delta
 from storeprobe.backup.method import BackupMethod, Replay, StepKind
 from storeprobe.backup.objects import Blob, Read
-from storeprobe.backup.session import Session
+from storeprobe.backup.session import Session, windows
 from storeprobe.dataset import Dataset, File
+from storeprobe.dataset import content as file_content
 from storeprobe.manifest import Piece
-from storeprobe.restore import write_files
+from storeprobe.restore import write_fetched, write_files
 
 __all__ = ["RdiffBackup"]
 
@@ -247,10 +250,10 @@ class _RdiffReplay(Replay):
         deleted = [] if previous is None else [f for f in previous.files if f.path not in new]
         written: dict[str, tuple[Increment, str]] = {}
         if changed and then is not None and previous is not None:
-            written.update(self._changed(session, version, changed, then))
+            written.update(self._changed(session, version, previous, changed, then))
         self._added(session, version, added, then, written)
-        if deleted and then is not None:
-            written.update(self._deleted(session, deleted, then))
+        if deleted and then is not None and previous is not None:
+            written.update(self._deleted(session, previous, deleted, then))
         if then is not None:
             markers = self._markers(session, old, new, [*written], then)
             session.put([Blob.of_bytes(key, b"") for key in markers])
@@ -266,31 +269,50 @@ class _RdiffReplay(Replay):
         session.delete([*probes, linked])
 
     def _changed(
-        self, session: Session, version: Dataset, changed: list[File], then: str
+        self,
+        session: Session,
+        version: Dataset,
+        previous: Dataset,
+        changed: list[File],
+        then: str,
     ) -> dict[str, tuple[Increment, str]]:
-        mirror = [Read(key=session.key(file.path)) for file in changed]
-        session.read_through(mirror)  # the signature of the mirror's file, sent to the source
-        basis = session.get(mirror)  # the basis of the patch the source sends back
-        temporaries = [self._temporary(session, file.path) for file in changed]
-        session.put(
-            [
-                Blob(key=key, segments=(Piece(version, file, 0, file.size),))
-                for key, file in zip(temporaries, changed, strict=True)
-            ]
-        )
-        patched = session.get([Read(key=key) for key in temporaries])  # its signature
-        session.read_through(mirror)  # the old bytes once more, for the reverse delta
-        blobs: list[Blob] = []
+        """The changed files, a window's worth at a time (a file larger than a window
+        alone): the reads whose bytes the tool uses are dropped as they arrive, and the
+        signature and reverse delta are computed over the versions' own bytes (what the
+        mirror and the temporary file hold), 1 MiB at a time, never a whole file; what
+        is kept is each reverse delta, gzipped, until its window is written."""
         written: dict[str, tuple[Increment, str]] = {}
-        for file, old, data in zip(changed, basis, patched, strict=True):
-            signature = delta.signature(data, delta.SignatureArgs.rdiff_backup(len(data)))
-            key = self._increment(session, file.path, then, "diff.gz")
-            blobs.append(Blob.of_bytes(key, _gzip(key, delta.delta(signature, old))))
-            written[file.path] = ("diff", key)
-        session.put(blobs)
-        session.rename(
-            [(session.key(file.path), key) for file, key in zip(changed, temporaries, strict=True)]
-        )
+        old = {file.path: file for file in previous.files}
+        for run in windows([file.size for file in changed], session.budget):
+            batch = [changed[i] for i in run]
+            mirror = [Read(key=session.key(file.path)) for file in batch]
+            session.read_through(mirror)  # the signature of the mirror's file, for the source
+            session.read_through(mirror)  # the basis of the patch the source sends back
+            temporaries = [self._temporary(session, file.path) for file in batch]
+            session.put(
+                [
+                    Blob(key=key, segments=(Piece(version, file, 0, file.size),))
+                    for key, file in zip(temporaries, batch, strict=True)
+                ]
+            )
+            session.read_through([Read(key=key) for key in temporaries])  # its signature
+            session.read_through(mirror)  # the old bytes once more, for the reverse delta
+            blobs: list[Blob] = []
+            for file in batch:
+                signature = delta.signature(
+                    _pieces(version, file), delta.SignatureArgs.rdiff_backup(file.size)
+                )
+                key = self._increment(session, file.path, then, "diff.gz")
+                out = io.BytesIO()
+                with gzip.GzipFile(key, "wb", 9, out, mtime=0) as handle:
+                    delta.write_delta(signature, _pieces(previous, old[file.path]), handle.write)
+                blobs.append(Blob.of_bytes(key, out.getvalue()))
+                written[file.path] = ("diff", key)
+            session.put(blobs)
+            del blobs
+            session.rename(
+                [(session.key(f.path), key) for f, key in zip(batch, temporaries, strict=True)]
+            )
         return written
 
     def _added(
@@ -317,16 +339,28 @@ class _RdiffReplay(Replay):
             written.update((path, ("missing", key)) for path, key in markers.items())
 
     def _deleted(
-        self, session: Session, deleted: list[File], then: str
+        self, session: Session, previous: Dataset, deleted: list[File], then: str
     ) -> dict[str, tuple[Increment, str]]:
-        mirror = [session.key(file.path) for file in deleted]
-        old = session.get([Read(key=key) for key in mirror])
-        keys = [self._increment(session, file.path, then, "snapshot.gz") for file in deleted]
-        session.put(
-            [Blob.of_bytes(key, _gzip(key, data)) for key, data in zip(keys, old, strict=True)]
-        )
-        session.delete(mirror)
-        return {file.path: ("snapshot", key) for file, key in zip(deleted, keys, strict=True)}
+        """Deleted files, a window's worth at a time: each read (its bytes dropped), stored
+        gzipped (gzip of the previous version's bytes, 1 MiB at a time), then deleted."""
+        found: dict[str, tuple[Increment, str]] = {}
+        for run in windows([file.size for file in deleted], session.budget):
+            batch = [deleted[i] for i in run]
+            mirror = [session.key(file.path) for file in batch]
+            session.read_through([Read(key=key) for key in mirror])
+            keys = [self._increment(session, file.path, then, "snapshot.gz") for file in batch]
+            blobs: list[Blob] = []
+            for key, file in zip(keys, batch, strict=True):
+                out = io.BytesIO()
+                with gzip.GzipFile(key, "wb", 9, out, mtime=0) as handle:
+                    for piece in _pieces(previous, file):
+                        handle.write(piece)
+                blobs.append(Blob.of_bytes(key, out.getvalue()))
+            session.put(blobs)
+            del blobs
+            session.delete(mirror)
+            found.update((f.path, ("snapshot", key)) for f, key in zip(batch, keys, strict=True))
+        return found
 
     def _markers(
         self,
@@ -448,46 +482,101 @@ class _RdiffReplay(Replay):
                 raise OSError(f"no increment of {file.path} reaches version {k}")
             bases[file.path] = base
             chains[file.path] = diffs
-        wanted = [key for path in bases for key in chains[path]]
-        fetched = dict(zip(wanted, session.get([Read(key=key) for key in wanted]), strict=True))
-        whole = [path for path in bases if bases[path][1] or not chains[path]]
-        data = dict(zip(whole, session.get([Read(key=bases[p][0]) for p in whole]), strict=True))
-        # a mirror file under a delta: the patch reads only the ranges the delta copies
-        ranged = [path for path in bases if path not in data]
-        deltas = {path: gzip.decompress(fetched[chains[path][0]]) for path in ranged}
-        spans = {path: _copies(deltas[path]) for path in ranged}
-        reads = [
-            Read(key=bases[path][0], start=start, stop=start + length)
-            for path in ranged
-            for start, length in spans[path]
-        ]
-        pieces = iter(session.get(reads))
-        restored: dict[str, bytes] = {}
-        for path in bases:
-            if path in data:
-                content = gzip.decompress(data[path]) if bases[path][1] else data[path]
-                later = chains[path]
+        for run in windows([file.size for file in version.files], session.budget):
+            batch = [version.files[i].path for i in run]
+            _restore_batch(session, directory, batch, bases, chains)
+        present = {file.path for file in version.files}
+        gone = [] if held is None else [f.path for f in held.files if f.path not in present]
+        write_files(directory, {}, gone)
+
+
+def _restore_batch(
+    session: Session,
+    directory: Path,
+    paths: list[str],
+    bases: dict[str, tuple[str, bool]],
+    chains: dict[str, list[str]],
+) -> None:
+    """Restore ``paths`` (about a window's bytes of files): their diffs, whole bases and
+    copied ranges read as the tool reads them (the diffs, then whole files, then ranges),
+    each written to a file beside its destination as it arrives; the patches then stream
+    from file to file (librsync reads its basis at the offsets the delta copies), so
+    nothing holds a whole file but the diffs of the batch (gzipped, as stored)."""
+    wanted = [key for path in paths for key in chains[path]]
+    fetched = dict(zip(wanted, session.get([Read(key=key) for key in wanted]), strict=True))
+    scratch = {path: _scratch(directory / path) for path in paths}
+    whole = [path for path in paths if bases[path][1] or not chains[path]]
+    arriving = iter(whole)
+    for bodies in session.get_staged_windows([Read(key=bases[p][0]) for p in whole]):
+        for body in bodies:
+            path = next(arriving)
+            if bases[path][1]:  # a snapshot.gz: land it, then unzip it 8 MiB at a time
+                landed = _beside(scratch[path], ".gz")
+                write_fetched(landed, body)
+                with gzip.open(landed, "rb") as source, open(scratch[path], "wb") as out:
+                    shutil.copyfileobj(source, out, _PIECE)
+                landed.unlink()
             else:
-                content = _patch_from(spans[path], pieces, deltas[path])
-                later = chains[path][1:]
-            for key in later:
-                content = delta.patch(content, gzip.decompress(fetched[key]))
-            restored[path] = content
-        gone = [] if held is None else [f.path for f in held.files if f.path not in restored]
-        write_files(directory, restored, gone)
+                write_fetched(scratch[path], body)
+        del bodies
+    # a mirror file under a delta: the patch reads only the ranges the delta copies, laid
+    # at their offsets in a sparse file (the rest of the basis is never read)
+    ranged = [path for path in paths if path not in set(whole)]
+    deltas = {path: gzip.decompress(fetched.pop(chains[path][0])) for path in ranged}
+    spans = {path: _copies(deltas[path]) for path in ranged}
+    for path in ranged:
+        _beside(scratch[path], ".basis").write_bytes(b"")
+    places = [(path, start) for path in ranged for start, _ in spans[path]]
+    reads = [
+        Read(key=bases[path][0], start=start, stop=start + length)
+        for path in ranged
+        for start, length in spans[path]
+    ]
+    at = iter(places)
+    for piece in session.get_each(reads):
+        path, start = next(at)
+        with open(_beside(scratch[path], ".basis"), "r+b") as out:
+            out.seek(start)
+            out.write(piece)
+        del piece
+    for path in ranged:
+        basis = _beside(scratch[path], ".basis")
+        _patch_file(basis, deltas.pop(path), scratch[path])
+        basis.unlink()
+    for path in paths:
+        later = chains[path][1:] if path in spans else chains[path]
+        for key in later:
+            patched = _beside(scratch[path], ".next")
+            _patch_file(scratch[path], gzip.decompress(fetched.pop(key)), patched)
+            os.replace(patched, scratch[path])
+        os.replace(scratch[path], directory / path)
 
 
-def _patch_from(spans: list[tuple[int, int]], pieces: Iterator[bytes], data: bytes) -> bytes:
-    """``data`` (a delta) applied to a basis of which only ``spans`` were read (their
-    bytes the next of ``pieces``); the rest of the basis is never copied from."""
-    size = max((start + length for start, length in spans), default=0)
-    basis = bytearray(size)
-    for start, length in spans:
-        piece = next(pieces)
-        if len(piece) != length:
-            raise OSError(f"a ranged read returned {len(piece)} bytes, expected {length}")
-        basis[start : start + length] = piece
-    return delta.patch(bytes(basis), data)
+#: bytes of a snapshot unzipped into a restore at a time
+_PIECE = 8 << 20
+
+
+def _pieces(version: Dataset, file: File) -> Iterator[memoryview]:
+    """The bytes of ``file`` in ``version``, 1 MiB at a time in one reused buffer (each
+    piece read before the next is drawn: librsync's jobs, gzip's ``write``)."""
+    return file_content(version, file)
+
+
+def _scratch(destination: Path) -> Path:
+    """The temporary name a restored file is built under, beside ``destination``."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    return destination.with_name(destination.name + ".storeprobe-part")
+
+
+def _beside(path: Path, suffix: str) -> Path:
+    return path.with_name(path.name + suffix)
+
+
+def _patch_file(basis: Path, data: bytes, into: Path) -> None:
+    """``data`` (a delta) applied to the file ``basis``, written to ``into`` as it comes;
+    the delta's COPY commands are read from ``basis`` at their offsets."""
+    with open(basis, "rb") as source, open(into, "wb") as out:
+        delta.write_patch(source, data, out.write)
 
 
 def _file_statistics(

@@ -356,7 +356,7 @@ class _ResticReplay(Replay):
         contents: dict[str, list[str]] = {}
         for file in version.files:
             ids = []
-            for blob_id, piece in self._chunks(version, file):
+            for blob_id, piece in self._chunks(version, file, session):
                 ids.append(blob_id)
                 if blob_id not in self.index and blob_id not in queued:
                     queued.add(blob_id)
@@ -404,14 +404,19 @@ class _ResticReplay(Replay):
         self.snapshots[version.version] = snapshot_id
         session.delete([lock])
 
-    def _chunks(self, version: Dataset, file: File) -> list[tuple[str, Piece]]:
+    def _chunks(
+        self, version: Dataset, file: File, session: Session | None = None
+    ) -> list[tuple[str, Piece]]:
         known = self.chunks.get((file.path, file.generation))
         if known is not None:
             return known
         polynomial = self.polynomial
 
         def read(start: int, stop: int) -> bytes:
-            return version.payload(file, start, stop)
+            data = version.payload(file, start, stop)
+            if session is not None:
+                session.worked("chunked", stop - start)
+            return data
 
         def cut_one(data: bytes) -> list[tuple[int, int]]:
             return _cut(data, polynomial)
@@ -482,9 +487,7 @@ class _ResticReplay(Replay):
             for start, stop in _ranges(sorted(needed[pack]))
         ]
         remaining = iter(reads)
-        fetched = (
-            [(next(remaining), body) for body in bodies] for bodies in session.get_windows(reads)
-        )
+        fetched = ((next(remaining), body) for body in session.get_each(reads))
         _write(version, held, directory, layout, self.index, fetched)
         session.delete([lock])
 
@@ -510,12 +513,12 @@ def _write(
     directory: Path,
     layout: dict[str, list[str]],
     index: dict[str, _Located],
-    fetched: Iterable[Sequence[tuple[Read, bytes]]],
+    fetched: Iterable[tuple[Read, bytes]],
 ) -> None:
     """Write every file of ``version`` from the fetched pack ranges (untimed), as restic's
-    restorer does: each window's ranges are cut into blobs and every blob is written at
-    each place a file needs it, before the next window is read, so the restore holds
-    one window's bytes; then the files replace the directory's, and the files ``held``
+    restorer does: each range is cut into blobs and every blob is written at each place
+    a file needs it as the range arrives (and let go), so the restore holds one window's
+    bytes; then the files replace the directory's, and the files ``held``
     has and ``version`` does not are deleted."""
     places: dict[str, list[tuple[Path, int]]] = {}  # blob id -> (file, offset) it fills
     finished: list[tuple[Path, Path]] = []
@@ -532,19 +535,20 @@ def _write(
     in_pack: dict[str, list[str]] = {}
     for blob_id in places:
         in_pack.setdefault(index[blob_id].pack, []).append(blob_id)
-    for window in fetched:
-        for read, data in window:
-            base = read.start or 0
-            for blob_id in in_pack.get(read.key, ()):
-                where = index[blob_id]
-                if not base <= where.offset < base + len(data):
-                    continue
-                begin = where.offset + where.lead - base
-                blob = data[begin : begin + where.size]
-                for path, offset in places[blob_id]:
-                    with open(path, "r+b") as handle:
-                        handle.seek(offset)
-                        handle.write(blob)
+    for read, data in fetched:
+        base = read.start or 0
+        view = memoryview(data)
+        for blob_id in in_pack.get(read.key, ()):
+            where = index[blob_id]
+            if not base <= where.offset < base + len(data):
+                continue
+            begin = where.offset + where.lead - base
+            blob = view[begin : begin + where.size]
+            for path, offset in places[blob_id]:
+                with open(path, "r+b") as handle:
+                    handle.seek(offset)
+                    handle.write(blob)
+        del view, data
     for temporary, destination in finished:
         os.replace(temporary, destination)
     if held is not None:

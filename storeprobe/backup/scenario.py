@@ -36,7 +36,7 @@ from attrs import frozen
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backup.method import BackupMethod, Replay, StepKind
 from storeprobe.backup.registry import method_for
-from storeprobe.backup.session import Session
+from storeprobe.backup.session import Session, StepProgress
 from storeprobe.dataset import Dataset, Image, Tree
 from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError
@@ -50,6 +50,7 @@ from storeprobe.step import Step
 from storeprobe.strategy import Shape, Strategy
 from storeprobe.target import Target
 from storeprobe.transfer import Clock
+from storeprobe.units import format_size
 from storeprobe.verification import VerificationError
 from storeprobe.workload import Workload
 
@@ -105,6 +106,8 @@ class _Scenario:
         version = self.versions[step.version]
         session = self.session
         session.take_runs()
+        if session.progress is not None:
+            session.progress.start(f"{step.kind} {step.number} ({self.method.name})")
         notices: tuple[Notice, ...] = ()
         if step.kind == "backup":
             previous = self.versions[step.version - 1] if step.version else None
@@ -229,6 +232,7 @@ def backup_restore(
     clock: Clock,
     restore: Sequence[int] | None = None,
     chunk_size: int | str | None = None,
+    progress: StepProgress | None = None,
 ) -> list[Result]:
     """Back up every version, then restore versions; one Result per step.
 
@@ -239,13 +243,17 @@ def backup_restore(
     named chunking method's average chunk size. ``restore`` lists the
     versions to restore, in order (default: every version, oldest first): the first
     into an empty directory, each next one over the one before it. The method, the
-    versions and the restore order are checked before any I/O.
+    versions and the restore order are checked before any I/O. ``progress``
+    (:class:`~storeprobe.progress.StepBar` for a terminal) is told of each step, of the
+    bytes each window moved once it closed, and of untimed work (chunking) as it goes:
+    never while a window is open.
 
     The first failure stops the scenario: its Result holds the error, later steps are
     Results with a ``not-run`` error. Everything written is deleted at the end.
     """
     chosen = method_for(method, target.protocol, chunk_size=chunk_size)
     steps = _plan(versions, restore)
+    check_restore_room(versions)
     environment, prefix = open_run(target, settings.label, settings.timeout, chosen.folders)
     backend = target.backend
     reader = (
@@ -264,6 +272,7 @@ def backup_restore(
         clock=clock,
         reader=reader,
         premade=frozenset(chosen.folders),
+        progress=progress,
     )
     scenario = _Scenario(
         method=chosen,
@@ -287,6 +296,8 @@ def backup_restore(
                 failed = _error(target, exc)
                 results.append(scenario.failed(step, failed))
     finally:
+        if progress is not None:
+            progress.close()
         shutil.rmtree(directory, ignore_errors=True)
         leftovers = session.close(chosen.folders)
     notice = cleanup_notice(prefix, leftovers)
@@ -294,6 +305,34 @@ def backup_restore(
         last = results[-1]
         results[-1] = attrs.evolve(last, warnings=(*last.warnings, notice))
     return results
+
+
+#: free space kept beyond what a restore needs (the disk's own margin, a spooled volume)
+_RESTORE_MARGIN = 64 * 1024 * 1024
+
+
+def check_restore_room(versions: Sequence[Dataset], directory: str | None = None) -> int:
+    """Bytes a scenario's restores need on the local disk, once ``directory`` (the
+    temporary directory, ``TMPDIR``, by default) has them free; else
+    :class:`ConfigurationError`, before anything is written.
+
+    A restore writes the whole version into a directory there, and beside it at most
+    one more file's worth at a time (an object above the window budget landed in a
+    staging file, or a file built under a temporary name from its basis): the largest
+    version's bytes plus twice its largest file, plus a margin of 64 MiB."""
+    directory = directory or tempfile.gettempdir()
+    largest = max((version.total_bytes for version in versions), default=0)
+    biggest = max((f.size for version in versions for f in version.files), default=0)
+    need = largest + 2 * biggest + _RESTORE_MARGIN
+    free = shutil.disk_usage(directory).free
+    if free < need:
+        raise ConfigurationError(
+            f"restoring this dataset needs {format_size(need)} of free space in {directory} "
+            f"(its largest version, {format_size(largest)}, and room to stage its largest "
+            f"file twice; {format_size(free)} free): point TMPDIR at a larger disk, or use "
+            "a smaller dataset"
+        )
+    return need
 
 
 def _range_reader(target: Target, probe: str, timeout: float | None) -> object:

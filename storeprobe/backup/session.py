@@ -15,6 +15,12 @@ than the budget alone in its window), so a scenario holds about one window's byt
 whatever the dataset's size; the requests and their order do not change, and a step is
 the sum of its windows' spans as before.
 
+One whole object above :data:`STAGE_ABOVE` (64 MiB) goes through a staging file on
+the clients that can (sent from it, or landed in it as it arrives), and a multipart
+upload above it sends its parts as views of one (:meth:`Session.put_parts`), so memory
+holds what is in flight, not the object. A :class:`StepProgress` is told of each window
+once it has closed, never while one is open.
+
 Untimed, outside the windows: making bodies (the bytes of the objects a window writes
 are generated just before it), folders a write needs on a file system, evicting what
 the backups wrote from the page cache before a restore (:meth:`Session.evict`), and the
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterator, Sequence
+from typing import Protocol
 
 import attrs
 from attrs import define, field
@@ -32,22 +39,28 @@ from attrs import define, field
 from storeprobe.backends import AsyncBackend, Landing, SyncBackend
 from storeprobe.backup.objects import Blob, BlobPayloads, Read
 from storeprobe.execution import Leftover, bounded, delete_names, execute, remove_folders
-from storeprobe.jobs import EXISTENCE
+from storeprobe.jobs import EXISTENCE, release_parts, settling
 from storeprobe.planning import Plan
 from storeprobe.request import Body, Kind, Part, Request
 from storeprobe.staging import Staging
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Run
 
-__all__ = ["WINDOW_BUDGET", "Leftover", "Session", "windows"]
+__all__ = ["STAGE_ABOVE", "WINDOW_BUDGET", "Leftover", "Session", "StepProgress", "windows"]
 
 #: protocols whose caches the client evicts itself (or that have none to evict)
 _EVICTABLE = frozenset({"file", "local", "memory"})
 
 Backend = AsyncBackend | SyncBackend
 
-#: the most bytes of bodies one window of writes or reads holds (256 MiB)
-WINDOW_BUDGET = 256 * 1024 * 1024
+#: the most bytes of bodies one window of writes or reads holds (128 MiB: with the
+#: chunker's 64 MiB window, one object's copy and the interpreter, a scenario stays near
+#: 256 MiB plus what is in flight)
+WINDOW_BUDGET = 128 * 1024 * 1024
+#: one whole object larger than this (64 MiB) is staged in a local file both ways, on the
+#: clients that can (a write sent from the file, a read landing in it), not made or held
+#: in memory: a window of a few such objects holds only what is in flight
+STAGE_ABOVE = 64 * 1024 * 1024
 
 
 def windows(sizes: Sequence[int], budget: int = WINDOW_BUDGET) -> list[range]:
@@ -63,6 +76,23 @@ def windows(sizes: Sequence[int], budget: int = WINDOW_BUDGET) -> list[range]:
     if start < len(sizes):
         runs.append(range(start, len(sizes)))
     return runs
+
+
+class StepProgress(Protocol):
+    """What a session tells about a step's progress (:class:`storeprobe.progress.StepBar`),
+    always between windows: never while one is open."""
+
+    def start(self, description: str) -> None:
+        """A step begins (its label)."""
+
+    def close(self) -> None:
+        """The scenario has ended."""
+
+    def window(self, moved: int) -> None:
+        """A window closed, having moved ``moved`` bytes (sent + received)."""
+
+    def work(self, what: str, done: int) -> None:
+        """``done`` more bytes of untimed work ``what`` (chunking, hashing)."""
 
 
 @define
@@ -92,6 +122,8 @@ class Session:
     linked_files: int = 0
     #: the most bytes of bodies one window of :meth:`put` or :meth:`get_windows` holds
     budget: int = field(factory=lambda: WINDOW_BUDGET)
+    #: told after each window and of untimed work (None: no progress shown)
+    progress: StepProgress | None = None
 
     # -- the step ----------------------------------------------------------------------
     def take_runs(self) -> list[Run]:
@@ -119,7 +151,7 @@ class Session:
                 return None
             if (
                 request.kind is Kind.PUT
-                and part.stop - part.start > self.budget
+                and part.stop - part.start > self.stage_above
                 and backend.capabilities.sends_from_file
                 and request.part_size is None
             ):
@@ -144,8 +176,19 @@ class Session:
         finally:
             for staging in stagings:
                 staging.close()
-        self.runs.append(run)
+        self._record(run)
         return run
+
+    def _record(self, run: Run) -> None:
+        """Keep the window's record; tell the progress it closed (after it, untimed)."""
+        self.runs.append(run)
+        if self.progress is not None:
+            self.progress.window(sum(o.sent + o.received for o in run.outcomes))
+
+    def worked(self, what: str, done: int) -> None:
+        """Tell the progress of ``done`` more bytes of untimed work ``what``."""
+        if self.progress is not None:
+            self.progress.work(what, done)
 
     # -- what a method asks -------------------------------------------------------------
     def key(self, *parts: str) -> str:
@@ -198,9 +241,13 @@ class Session:
 
     def read_through(self, reads: Sequence[Read]) -> None:
         """The reads of :meth:`get` whose bytes the method does not keep (a signature's
-        read of a file, say): each window's bytes dropped before the next runs."""
-        for _ in self.get_windows(reads):
-            pass
+        read of a file, say): each window's bytes dropped before the next runs, and a
+        whole object larger than the budget landed in a staging file and dropped with it
+        (:meth:`get_staged_windows`), never held in memory."""
+        for bodies in self.get_staged_windows(reads):
+            for body in bodies:
+                if isinstance(body, Staging):
+                    body.close()
 
     def get_windows(self, reads: Sequence[Read]) -> Iterator[list[bytes]]:
         """The reads of :meth:`get`, one window at a time: each window's bytes, in order,
@@ -209,27 +256,51 @@ class Session:
         for run in windows(self._sizes(reads), self.budget):
             yield self._get([reads[i] for i in run])
 
+    def get_each(self, reads: Sequence[Read]) -> Iterator[bytes]:
+        """The bytes of each read of :meth:`get_windows`, one at a time and in order: a
+        window's bodies are handed out and let go one by one, so once the caller has
+        dropped the last of them the next window runs holding none (a ``for bodies in
+        get_windows(...)`` loop keeps its window's list while the next one is read)."""
+        for run in windows(self._sizes(reads), self.budget):
+            bodies = self._get([reads[i] for i in run])
+            bodies.reverse()
+            while bodies:
+                yield bodies.pop()
+
     def get_staged_windows(self, reads: Sequence[Read]) -> Iterator[list[bytes | Staging]]:
-        """:meth:`get_windows`, but a whole object larger than the budget, on a client
-        that lands a read in a file (``lands_in_file``: the local disk, S3), lands in a
-        :class:`~storeprobe.staging.Staging` file written as its bytes arrive (one GET as
-        in memory; the file is zeroed and fsynced before its window, as a probe's staged
-        download). The caller reads it and closes it."""
+        """:meth:`get_windows`, but a whole object larger than :attr:`stage_above`, on a
+        client that lands a read in a file (``lands_in_file``: the local disk, S3), lands
+        in a :class:`~storeprobe.staging.Staging` file written as its bytes arrive (one
+        GET as in memory; the file is zeroed and fsynced before its window, as a probe's
+        staged download). The caller reads it and closes it."""
         sizes = self._sizes(reads)
         lands = self.target.backend.capabilities.lands_in_file
         for run in windows(sizes, self.budget):
             some = [reads[i] for i in run]
-            size = sizes[run[0]]
-            if len(some) == 1 and size > self.budget and some[0].start is None and lands:
-                staging = Staging.blank(size)
-                try:
-                    self._get(some, landings=[staging])
-                except BaseException:
-                    staging.close()
-                    raise
-                yield [staging]
-            else:
-                yield list(self._get(some))
+            staged: list[Staging | None] = [
+                Staging.blank(sizes[i])
+                if lands and sizes[i] > self.stage_above and reads[i].start is None
+                else None
+                for i in run
+            ]
+            try:
+                if not any(staged):
+                    yield list(self._get(some))
+                    continue
+                bodies = self._get(some, landings=staged)
+            except BaseException:
+                for staging in staged:
+                    if staging is not None:
+                        staging.close()
+                raise
+            yield [b if s is None else s for b, s in zip(bodies, staged, strict=True)]
+            del bodies
+
+    @property
+    def stage_above(self) -> int:
+        """Bytes above which one whole object is staged in a local file instead of held
+        in memory (:data:`STAGE_ABOVE`, or the budget when it is smaller)."""
+        return min(self.budget, STAGE_ABOVE)
 
     def _sizes(self, reads: Sequence[Read]) -> list[int]:
         return [
@@ -268,7 +339,17 @@ class Session:
         """One multipart upload of ``blob`` in parts of ``part_size`` bytes, at most
         ``concurrency`` (and ``streams``) in flight: create, parts, complete (a client
         that splits uploads by itself, obstore, is handed the whole blob and the part
-        size). One PUT where the client cannot split an upload."""
+        size). One PUT where the client cannot split an upload.
+
+        One window, whatever the blob's size. A blob larger than the budget is not made
+        in memory: before the window it is written to a staging file 1 MiB at a time and
+        fsynced (:meth:`Staging.of_payloads`, untimed), each part is sent as a view of
+        the file's pages and unmapped once sent (:func:`~storeprobe.jobs.release_parts`),
+        so memory holds the parts in flight; what the window then includes besides the
+        transfer is the read of each part from the page cache, as a probe's staged split
+        upload. Parts are not made while the window runs (a producer filling a pool
+        beside the requests would put their making, CPU the storage never sees, into the
+        timed span). obstore is handed the whole blob, held in memory."""
         capabilities = self.target.backend.capabilities
         if not capabilities.splits_uploads:
             self.put([blob])
@@ -310,7 +391,30 @@ class Session:
                 phases.append((Request(kind=Kind.COMPLETE_MULTIPART, key=key),))
             plan = Plan(phases=tuple(phases))
         self.written[key] = size
-        self._window(plan, BlobPayloads([blob]), streams=min(concurrency, self.streams))
+        streams = min(concurrency, self.streams)
+        if capabilities.client_multipart or size <= self.stage_above:
+            self._window(plan, BlobPayloads([blob]), streams=streams)
+            return
+        # parts of an object larger than a window: staged, then sent as views of the file
+        staging = Staging.of_payloads(BlobPayloads([blob]), 0, size)
+        try:
+            bodies = [
+                None if r.body is None else self.target.backend.staged_body(staging, r.body)
+                for r in plan.requests
+            ]
+            run = execute(
+                self.target.backend,
+                plan,
+                streams=streams,
+                clock=self.clock,
+                timeout=self.timeout,
+                bodies=bodies,
+                wrap=settling(release_parts(plan, staging)),
+            )
+            del bodies
+        finally:
+            staging.close()
+        self._record(run)
 
     def copy(self, pairs: Sequence[tuple[str, str]]) -> None:
         """One server-side COPY per ``(source, key)``, ≤ ``streams`` at once (the folders
