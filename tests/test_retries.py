@@ -27,7 +27,7 @@ import attrs
 import obstore.exceptions
 import pytest
 
-from storeprobe import Probe, Result, Workload
+from storeprobe import Probe, Result, Tree, Workload
 from storeprobe.backends.obstore_retries import Retrier, RetryPolicy, retryable
 from storeprobe.notices import Code
 from storeprobe.request import Outcome
@@ -412,3 +412,32 @@ def test_which_failed_gcsfs_attempts_had_an_answer() -> None:
     assert _answer(ConnectionResetError()) == (False, None)
     assert _answer(TimeoutError()) == (False, None)
     assert isinstance(raised(502), requests.exceptions.ProxyError)
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("client", ["obstore", "s3fs"])
+def test_backup_steps_count_the_retries_of_their_windows(client: str, s3_server: Server) -> None:
+    # a backup step is the sum of many windows: each window's retries and pushbacks go on
+    # the step's sample, as a probe's window's do (a step once dropped them: None)
+    tree = Tree.source_tree(size="1MiB", seed=3)
+    proxy = ThrottlingProxy(s3_server.port, every=7, where=lambda method, _: method == "PUT")
+    proxy.start()
+    try:
+        probe = Probe.from_url(
+            "s3://bench/steps", s3_options(f"http://127.0.0.1:{proxy.port}"), client=client
+        )
+        backup, restore = probe.backup_restore(tree, versions=[tree], method="files")
+    finally:
+        proxy.stop()
+    assert backup.ok, backup.errors
+    assert restore.ok, restore.errors
+    pushed = len(proxy.pushed_back)
+    assert pushed >= 2, proxy.seen  # PUTs are the backup's only writes: all in its windows
+    (sample,) = backup.samples
+    assert sample.retries == sample.pushed_back == pushed
+    assert Code.RETRIED in {notice.code for notice in backup.warnings}
+    # each request answered once, and each pushed-back attempt once more
+    assert sample.responses == sum(backup.requests_by_kind.values()) + pushed
+    (read,) = restore.samples
+    assert (read.retries, read.pushed_back) == (0, 0)
+    assert read.responses == sum(restore.requests_by_kind.values())

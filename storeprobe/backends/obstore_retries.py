@@ -17,8 +17,9 @@ failed before an answer (``error sending request``: a refused or dropped connect
 except a TLS certificate the client did not trust, which no retry mends. obstore says
 which only in its error's text (one ``GenericError`` class for all of them), so the
 status is read from that text (``non-2xx status code: 503``). Answers are each attempt
-that returned and each obstore error other than "error sending request" (a 404 or a 412
-is an error class of its own, with no status in its text: neither is a pushback). One
+that returned, each obstore error other than "error sending request" (a 412 is an error
+class of its own, with no status in its text: not a pushback), and a 404, which obstore
+raises as Python's ``FileNotFoundError`` (a backup's existence checks expect many). One
 call storeprobe makes is one attempt, so a multipart upload obstore splits by itself
 counts as one answer.
 
@@ -47,6 +48,9 @@ _T = TypeVar("_T")
 _STATUS = re.compile(r"non-2xx status code: (\d{3})")
 #: obstore's text for a request that failed before any answer
 _NO_ANSWER = "error sending request"
+#: an answer obstore raises as a class of Python's own: a 404 is ``FileNotFoundError``
+#: (of module ``builtins``, not ``obstore``)
+_ANSWERS = (FileNotFoundError,)
 #: a certificate not trusted (rustls's error names): retrying cannot help
 _TLS_MARKS = ("InvalidCertificate", "CERTIFICATE_VERIFY_FAILED")
 
@@ -101,7 +105,7 @@ class Retrier:
 
     def _answered(self, exc: BaseException | None) -> None:
         """Count the answer of one attempt (a return: ``exc`` is None), if it had one."""
-        if exc is None:
+        if exc is None or isinstance(exc, _ANSWERS):
             self.tally.answered()
         elif type(exc).__module__.split(".", 1)[0] == "obstore":
             status = _status(exc)
