@@ -4,7 +4,9 @@ registered from :mod:`storeprobe.cli_backup` and :mod:`storeprobe.cli_compare`.
 
 The commands themselves are :mod:`storeprobe.cli`; what ``run`` and ``sweep`` turn their
 arguments into, :mod:`storeprobe.cli_probes`. ``docs/cli.md`` is checked against this
-parser (tests/test_docs.py): every option it defines is documented there.
+parser (tests/test_docs.py): every option it defines is documented there. Its longer
+functions (``_probe_options``, ``_add_run``) are lists of ``add_argument`` calls, one per
+option in the order ``--help`` shows them, and read as that list.
 """
 
 from __future__ import annotations
