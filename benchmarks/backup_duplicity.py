@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -36,14 +37,22 @@ def main() -> None:
     parser.add_argument("--image-part", type=int, default=25, help="--s3-multipart-chunk-size")
     parser.add_argument("--targets", nargs="+", default=["s3", "disk"], choices=["s3", "disk"])
     args = parser.parse_args()
-    cases = {
+    cases: dict[str, tuple[Sequence[Tree | Image], int, int]] = {
         "tree": (
-            _versions(Tree.source_tree(size=args.tree_size, seed=1), args.versions, rewrite=0.5),
+            _versions(
+                Tree.source_tree(size=args.tree_size, seed=1),
+                args.versions,
+                lambda v: v.evolve(rewrite=0.5),
+            ),
             args.tree_volsize,
             args.tree_part,
         ),
         "image": (
-            _versions(Image.create(args.image_size, seed=1), args.versions, fraction=0.01),
+            _versions(
+                Image.create(args.image_size, seed=1),
+                args.versions,
+                lambda v: v.evolve(fraction=0.01),
+            ),
             args.image_volsize,
             args.image_part,
         ),

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from storeprobe.dataset import Dataset, Image, Tree
+from storeprobe.dataset import Image, Tree
 from tests.backup_tools import RdiffBackup
 from tests.disk_side_by_side import (
     RealRsnapshot,
@@ -41,7 +41,7 @@ from tests.disk_side_by_side import (
 TOOLS = {"rsnapshot": RealRsnapshot, "rdiff-backup": RdiffBackup}
 
 
-def _versions(first: Dataset, count: int) -> list[Dataset]:
+def _versions(first: Tree | Image, count: int) -> list[Tree | Image]:
     versions = [first]
     for seed in range(1, count):
         last = versions[-1]
@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--versions", type=int, default=3)
     parser.add_argument("--methods", nargs="+", default=list(TOOLS), choices=list(TOOLS))
     args = parser.parse_args()
-    datasets: list[tuple[str, Dataset]] = [
+    datasets: list[tuple[str, Tree | Image]] = [
         (f"image {args.image_size}", Image.create(args.image_size, block_size="64KiB", seed=1)),
         (f"tree {args.tree_size}", Tree.source_tree(size=args.tree_size, seed=1)),
     ]

@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 import numpy as np
+import numpy.typing as npt
 from attrs import field, frozen
 
 from storeprobe.errors import ConfigurationError
@@ -37,18 +38,18 @@ def _kinds(value: Mapping[str, int]) -> dict[str, int]:
     return kinds
 
 
-def _int_array(value: Any) -> np.ndarray:
+def _int_array(value: npt.ArrayLike) -> np.ndarray:
+    """An int64 array field's value: a flat int64 array of ``value`` (an array or a
+    sequence of ints: the converter types the field's ``__init__`` argument)."""
     return np.asarray(value, dtype=np.int64).reshape(-1)
 
 
-def _array_field(*, required: bool = False) -> Any:
-    """An int64 array field compared by value (empty by default unless ``required``)."""
-    compare = attrs.cmp_using(eq=np.array_equal)
-    if required:
-        return field(converter=_int_array, eq=compare, hash=False)
-    return field(
-        factory=lambda: np.zeros(0, np.int64), converter=_int_array, eq=compare, hash=False
-    )
+def _no_ints() -> np.ndarray:
+    return np.zeros(0, np.int64)
+
+
+#: int64 array fields compare by value
+_BY_VALUE = attrs.cmp_using(eq=np.array_equal)
 
 
 @frozen(kw_only=True)
@@ -57,7 +58,7 @@ class Sample:
 
     nbytes: int
     elapsed_ns: int
-    latencies_ns: np.ndarray = _array_field(required=True)
+    latencies_ns: np.ndarray = field(converter=_int_array, eq=_BY_VALUE, hash=False)
     max_in_flight: int = 0
     #: failed attempts the client retried inside the window (None: not observable)
     retries: int | None = None
@@ -67,13 +68,15 @@ class Sample:
     #: of those answers, the ones that pushed back: status 503 or 429 (None: not observable)
     pushed_back: int | None = None
     #: start of each request, ns after the window opened (same order as latencies_ns)
-    offsets_ns: np.ndarray = _array_field()
+    offsets_ns: np.ndarray = field(factory=_no_ints, converter=_int_array, eq=_BY_VALUE, hash=False)
     #: payload bytes of each request
-    request_bytes: np.ndarray = _array_field()
+    request_bytes: np.ndarray = field(
+        factory=_no_ints, converter=_int_array, eq=_BY_VALUE, hash=False
+    )
     #: the stream (worker) that made each request
-    workers: np.ndarray = _array_field()
+    workers: np.ndarray = field(factory=_no_ints, converter=_int_array, eq=_BY_VALUE, hash=False)
     #: time to first byte of each download request that could measure it, in ns
-    ttfb_ns: np.ndarray = _array_field()
+    ttfb_ns: np.ndarray = field(factory=_no_ints, converter=_int_array, eq=_BY_VALUE, hash=False)
     #: CPU time (user + system) of the probe's process during the window, in ns
     cpu_ns: int | None = None
     #: requests made in the window, by kind: {"put": 256}, or for a multipart upload

@@ -35,6 +35,7 @@ import math
 
 import attrs
 import numpy as np
+import numpy.typing as npt
 from attrs import field, frozen
 
 from storeprobe.errors import ConfigurationError
@@ -157,9 +158,9 @@ def slice_for(window_ns: int) -> int:
 
 
 def timeline(
-    offsets_ns: np.ndarray,
-    latencies_ns: np.ndarray,
-    request_bytes: np.ndarray,
+    offsets_ns: npt.ArrayLike,
+    latencies_ns: npt.ArrayLike,
+    request_bytes: npt.ArrayLike,
     *,
     window_ns: int,
     slice_ns: int | None = None,

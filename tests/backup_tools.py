@@ -200,9 +200,9 @@ def materialize(dataset: Dataset, root: Path) -> Materialized:
         written += 1
         written_bytes += file.size
     when = directory_mtime(dataset.version)
-    for directory in touched:
-        if directory.exists():
-            os.utime(directory, (when, when))
+    for changed in touched:
+        if changed.exists():
+            os.utime(changed, (when, when))
     return Materialized(written=written, written_bytes=written_bytes, removed=removed, kept=kept)
 
 

@@ -108,7 +108,8 @@ def ssh_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def obstore_fs(endpoint: str) -> Any:
     from obstore.fsspec import FsspecStore
 
-    return FsspecStore(
+    store_class: Any = FsspecStore  # its overloads do not know fsspec's instance-cache switch
+    return store_class(
         "s3",
         config={
             "access_key_id": S3_KEY,

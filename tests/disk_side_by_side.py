@@ -25,7 +25,7 @@ import attrs
 from attrs import define, frozen
 
 from storeprobe import Probe
-from storeprobe.dataset import Dataset
+from storeprobe.dataset import Dataset, Image, Tree
 from storeprobe.result import Result
 from tests.backup_tools import (
     RdiffBackup,
@@ -267,11 +267,15 @@ def run_disk_tool(
 
 
 def run_method(
-    url: str, versions: Sequence[Dataset], method: str, restore: Sequence[int], **options: object
+    url: str,
+    versions: Sequence[Tree | Image],
+    method: str,
+    restore: Sequence[int],
+    **options: object,
 ) -> list[Result]:
     """The method's scenario on ``url`` (every Result checked ok)."""
     results = list(
-        Probe.from_url(url, options or None).backup_restore(  # type: ignore[arg-type]
+        Probe.from_url(url, options or None).backup_restore(
             versions[0], versions=list(versions), method=method, restore=restore
         )
     )
@@ -365,7 +369,7 @@ def workspace(root: Path) -> Workspace:
 def side_by_side(
     tool: RdiffBackup | RealRsnapshot,
     method: str,
-    versions: Sequence[Dataset],
+    versions: Sequence[Tree | Image],
     root: Path,
     title: str,
 ) -> tuple[list[Pair], list[Result]]:

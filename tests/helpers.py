@@ -6,10 +6,15 @@ from __future__ import annotations
 import hashlib
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from storeprobe import Workload
 
-__all__ = ["StepClock", "gcs_emulator_seed", "tree"]
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.patches import Rectangle
+
+__all__ = ["StepClock", "bars", "gcs_emulator_seed", "tree"]
 
 
 class StepClock:
@@ -33,6 +38,15 @@ def tree(root: Path) -> dict[str, str]:
         for path in sorted(root.rglob("*"))
         if path.is_file()
     }
+
+
+def bars(axes: Axes) -> list[Rectangle]:
+    """The bars of a bar chart on ``axes``: its patches, each checked to be a Rectangle."""
+    from matplotlib.patches import Rectangle
+
+    drawn = list(axes.patches)
+    assert all(isinstance(patch, Rectangle) for patch in drawn), drawn
+    return [patch for patch in drawn if isinstance(patch, Rectangle)]
 
 
 def _ends(size: int, part_size: int) -> list[int]:

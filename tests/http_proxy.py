@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable
+from typing import Self
 
 __all__ = ["CountingProxy"]
 
@@ -93,7 +94,7 @@ class CountingProxy:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.base_events.Server | None = None
 
-    def start(self) -> CountingProxy:
+    def start(self) -> Self:
         self._thread.start()
         future = asyncio.run_coroutine_threadsafe(self._start(), self._loop)
         future.result(10)
@@ -150,24 +151,24 @@ class CountingProxy:
         up_r: asyncio.StreamReader,
         up_w: asyncio.StreamWriter,
     ) -> None:
-        method, path = head.split(b" ", 2)[:2]
-        method_name = method.decode("latin-1")
+        raw_method, path = head.split(b" ", 2)[:2]
+        method = raw_method.decode("latin-1")
         self.in_flight += 1
         self.requests += 1
-        self.methods.append(method_name)
+        self.methods.append(method)
         scope = _headers(head).get("authorization", "").partition("Credential=")[2].split("/")
         if len(scope) > 2:  # KEY/DATE/REGION/SERVICE/aws4_request
             self.signed_regions.append(scope[2])
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         status = (
-            self.fail_when(method_name, path.decode("latin-1"), self.requests)
+            self.fail_when(method, path.decode("latin-1"), self.requests)
             if self.fail_when
             else None
         )
         if status is None and self.refuse_header and self.refuse_header in _headers(head):
             status = 501  # a provider whose S3 API does not implement this header
         if self.hang_when is not None and self.hang_when(
-            method_name, path.decode("latin-1"), self.requests
+            method, path.decode("latin-1"), self.requests
         ):
             self.in_flight -= 1
             await asyncio.sleep(3600)  # cancelled when the proxy stops
@@ -184,7 +185,6 @@ class CountingProxy:
             )
             await client_w.drain()
             raise ConnectionError("injected failure: connection closed")
-        method = method_name
         try:
             up_w.write(head)
             await up_w.drain()

@@ -538,7 +538,7 @@ class LoggingS3:
         return f"http://127.0.0.1:{self.port}"
 
     def _client(self) -> _S3Client:
-        import boto3  # type: ignore[import-untyped]
+        import boto3
         from botocore.config import Config
 
         client: _S3Client = boto3.client(

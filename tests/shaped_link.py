@@ -32,13 +32,15 @@ class ShapedLink:
         self.name = name
         self.mbit = mbit
 
-    def exec(self, argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    def exec(
+        self, argv: list[str], *, timeout: float | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             ["ip", "netns", "exec", self.name, *argv],
             capture_output=True,
             text=True,
             check=False,
-            **kwargs,  # type: ignore[arg-type]
+            timeout=timeout,
         )
 
     def popen(self, argv: list[str]) -> subprocess.Popen[bytes]:

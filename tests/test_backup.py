@@ -190,7 +190,7 @@ def test_a_failing_step_stops_the_scenario_and_cleans_up(tmp_path: Path) -> None
     broken = [TREE, TREE.evolve(seed=1)]
 
     # a second version whose content generation fails while its bodies are made
-    class Failing(Tree):  # type: ignore[misc]
+    class Failing(Tree):
         def fill(self, file: Any, start: int, out: Any) -> None:
             raise OSError("disk gone")
 
@@ -207,7 +207,7 @@ def test_bad_scenarios_are_refused(tmp_path: Path) -> None:
     make, _ = _local(tmp_path)
     probe = make()
     with pytest.raises(ConfigurationError, match="method"):
-        probe.backup_restore(TREE, versions=1, method="rsync")  # type: ignore[arg-type]
+        probe.backup_restore(TREE, versions=1, method="rsync")
     with pytest.raises(ConfigurationError, match="versions must be from 1"):
         probe.backup_restore(TREE, versions=0)
     with pytest.raises(ConfigurationError, match="successive"):
@@ -253,7 +253,7 @@ def test_sftp_backup_restore_of_an_older_version(ssh_server: Server, method: str
     root.mkdir(exist_ok=True)
     before = tree(root)
     probe = Probe.from_url(f"sftp://127.0.0.1{root}", ssh_options(ssh_server), streams=2)
-    results = probe.backup_restore(TREE, versions=2, method=method, chunk_size=CHUNK)  # type: ignore[arg-type]
+    results = probe.backup_restore(TREE, versions=2, method=method, chunk_size=CHUNK)
     assert all(r.ok for r in results), [r.errors for r in results]
     assert tree(root) == before
     # the server's page cache holds what the backups wrote, and no client can evict it

@@ -277,7 +277,7 @@ def test_s3_requests_per_step_match_the_server(
             seen.append((method, path))
 
     method = _Watched(chunking=Chunking(average=AVERAGE), log=seen)
-    counting_proxy.fail_when = record  # type: ignore[assignment]
+    counting_proxy.fail_when = record
     options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
     before = tree(s3_bucket_dir)
     probe = Probe.from_url("s3://bench/dup", options, client=client, streams=4)
@@ -297,13 +297,13 @@ def test_s3_requests_per_step_match_the_server(
         # concurrent first PUTs into a fresh folder with 500), never more
         retried = sum(sample.retries or 0 for sample in result.samples)
         extra = 0
-        for method, kind, wanted in (
+        for verb, kind, wanted in (
             ("HEAD", "head", [p for m, p in wire if m == "HEAD"]),
             ("PUT", "put", [p for m, p in wire if m == "PUT"]),
             ("GET", "get", [p for m, p in wire if m == "GET" and "?" not in p]),  # not lists
         ):
             reported = result.requests_by_kind.get(kind, 0)
-            assert reported <= len(wanted), (label, method)
+            assert reported <= len(wanted), (label, verb)
             extra += len(wanted) - reported
         assert extra <= retried, (label, extra, retried)
     # backup 2 on S3: the previous snapshot and its sequences come from the local

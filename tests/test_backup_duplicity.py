@@ -17,8 +17,9 @@ import io
 import itertools
 import shutil
 import tarfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import attrs
 import pytest
@@ -28,7 +29,7 @@ from storeprobe import Probe
 from storeprobe.backup import Duplicity as DuplicityMethod
 from storeprobe.backup.duplicity import _DuplicityReplay, _sigtar, _VolumeWriter
 from storeprobe.backup.objects import Blob, BlobPayloads
-from storeprobe.dataset import Dataset, Image, Sizes, Tree
+from storeprobe.dataset import Image, Sizes, Tree
 from storeprobe.errors import ConfigurationError
 from storeprobe.result import Result
 from tests.backup_tools import (
@@ -50,21 +51,25 @@ _CLASS_OF = {"put": "writes", "put-part": "writes", "get": "reads", "head": "che
 _CLASS_OF |= {"list": "listings", "delete": "deletes"}  # the rest: multipart control
 
 
-def _versions(first: Tree | Image, count: int, **evolve: float) -> list[Dataset]:
-    out: list[Dataset] = [first]
+_D = TypeVar("_D", Tree, Image)
+
+
+def _versions(first: _D, count: int, evolve: Callable[[_D], _D]) -> list[_D]:
+    out = [first]
     while len(out) < count:
-        last = out[-1]
-        assert isinstance(last, Tree | Image)
-        out.append(last.evolve(**evolve))  # type: ignore[arg-type]
+        out.append(evolve(out[-1]))
     return out
 
 
-TREE = _versions(Tree.source_tree(size="8MiB", seed=1), 3, rewrite=0.5)
-IMAGE = _versions(Image.create("16MiB", seed=1), 3, fraction=0.01)
+TREE = _versions(Tree.source_tree(size="8MiB", seed=1), 3, lambda v: v.evolve(rewrite=0.5))
+IMAGE = _versions(Image.create("16MiB", seed=1), 3, lambda v: v.evolve(fraction=0.01))
 #: (dataset versions, duplicity's --volsize and --s3-multipart-chunk-size in MiB): the
 #: tree's full volume (8.4 MB) is a multipart upload of two parts on S3, the image's
 #: four volumes single PUTs
-CASES = {"tree": (TREE, 200, 5), "image": (IMAGE, 5, 25)}
+CASES: dict[str, tuple[Sequence[Tree | Image], int, int]] = {
+    "tree": (TREE, 200, 5),
+    "image": (IMAGE, 5, 25),
+}
 
 
 @frozen(kw_only=True)
@@ -129,7 +134,7 @@ def run_side_by_side(
     work: Path,
     label: str,
     target: str,
-    versions: Sequence[Dataset],
+    versions: Sequence[Tree | Image],
     volsize: int,
     part_mib: int = 25,
 ) -> list[Row]:
@@ -329,7 +334,7 @@ def test_the_method_matches_duplicity_over_sftp(
     probe = Probe.from_url(
         f"sftp://127.0.0.1{ssh_server.root / 'dup-method'}", ssh_options(ssh_server), streams=1
     )
-    results = probe.backup_restore(TREE, versions=TREE, method=DuplicityMethod())
+    results = probe.backup_restore(TREE[0], versions=TREE, method=DuplicityMethod())
     assert all(r.ok for r in results), [r.errors for r in results]
     steps = [*run.backups, *run.restores]
     rows = [
@@ -421,7 +426,9 @@ def _volume(path: Path) -> int:
 
 
 def test_restore_the_latest_then_an_older_version(tmp_path: Path) -> None:
-    versions = _versions(Tree.generate(30, Sizes.lognormal("8KiB", 1.5, "300KiB"), seed=6), 3)
+    versions = _versions(
+        Tree.generate(30, Sizes.lognormal("8KiB", 1.5, "300KiB"), seed=6), 3, Tree.evolve
+    )
     results = Probe.from_url(str(tmp_path), streams=2).backup_restore(
         versions[0], versions=versions, method="duplicity", restore=[2, 0]
     )

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import boto3  # type: ignore[import-untyped]
+import boto3
 import pytest
 from botocore.config import Config
 from werkzeug.test import EnvironBuilder

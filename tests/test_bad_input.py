@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -754,7 +754,7 @@ def _raise_errors(result: Any) -> None:
         raise StoreProbeError(" / ".join(str(error) for error in result.errors))
 
 
-def _raise_cli() -> None:
+def _raise_cli() -> NoReturn:
     raise ConfigurationError("storage option must be KEY=VALUE")
 
 

@@ -86,7 +86,12 @@ def test_bad_stream_count_is_refused_before_a_temporary_directory_exists(
     import tempfile
 
     created: list[str] = []
-    monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: created.append("dir") or "/nowhere")
+
+    def mkdtemp(*args: object, **kwargs: object) -> str:
+        created.append("dir")
+        return "/nowhere"
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
     for argv in (
         ["run", "--streams", "0"],
         ["run", "--streams", "1", "5000"],

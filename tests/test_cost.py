@@ -75,7 +75,7 @@ def _result(
         )
     )
     return Result(
-        operation="backup" if step else "download",  # type: ignore[arg-type]
+        operation="backup" if step else "download",
         workload=Workload.small(),
         url="file:///t",
         protocol="file",
@@ -334,7 +334,8 @@ def test_a_users_own_sheet_overrides_the_shipped_ones(tmp_path: Path) -> None:
 
 
 def _bad(text: str) -> str:
-    return USER_SHEET.replace(*text.split(" => "))
+    old, new = text.split(" => ")
+    return USER_SHEET.replace(old, new)
 
 
 @pytest.mark.parametrize(

@@ -113,6 +113,7 @@ def two_workers() -> Iterator[Client]:
 
 
 def test_a_scheduler_is_reached_by_its_address(two_workers: Client) -> None:
+    assert two_workers.scheduler is not None  # a connected client
     address = two_workers.scheduler.address
     with cluster(scheduler=address, connect_timeout=SCHEDULER_CONNECT_TIMEOUT_S) as client:
         assert len(client.run_on_scheduler(_worker_addresses)) == 2
@@ -237,13 +238,14 @@ def test_credentials_never_reach_logs_keys_or_results(
     future = two_workers.submit(_fail_with, recipe, key="storeprobe-failing-on-purpose", pure=False)
     with pytest.raises(RuntimeError, match="on purpose"):
         future.result()
+    client: Any = two_workers  # distributed's logs and run_on_scheduler have no annotations
     texts = [
         repr(distributed),
         repr(recipe),
         dump_results([result]),
-        str(two_workers.get_scheduler_logs()),
-        str(two_workers.get_worker_logs()),
-        str(two_workers.run_on_scheduler(_task_keys)),
+        str(client.get_scheduler_logs()),
+        str(client.get_worker_logs()),
+        str(client.run_on_scheduler(_task_keys)),
     ]
     assert "options=<" in texts[1]
     for text in texts:
@@ -272,7 +274,7 @@ def test_a_killed_worker_is_an_error_and_every_prefix_is_cleaned(
                 killed.append(path)
                 os.kill(victim, signal.SIGKILL)
 
-        counting_proxy.fail_when = kill_w1  # type: ignore[assignment]
+        counting_proxy.fail_when = kill_w1
         try:
             probe = s3_probe(f"http://127.0.0.1:{counting_proxy.port}", repeats=3)
             result = probe.distributed(client=client).upload(Workload(count=32, size="16KiB"))

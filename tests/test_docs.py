@@ -94,7 +94,7 @@ def _api() -> griffe.Object | griffe.Alias:
 
 
 def _final(obj: griffe.Object | griffe.Alias) -> griffe.Object | griffe.Alias:
-    return obj.final_target if obj.is_alias else obj
+    return obj.final_target if isinstance(obj, griffe.Alias) else obj
 
 
 def _rendered(

@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -150,7 +150,7 @@ def test_server_killed_mid_transfer(tmp_path: Path, operation: str) -> None:
                 server.process.kill()
                 server.process.wait(5)
 
-        proxy.fail_when = kill  # type: ignore[assignment]
+        proxy.fail_when = kill
         probe = Probe.from_url(
             "s3://bench/faults", s3_options(f"http://127.0.0.1:{proxy.port}"), repeats=1, timeout=5
         )
@@ -303,7 +303,7 @@ def test_verification_failure_leaves_no_trace(tmp_path: Path) -> None:
     # a real local disk whose bytes change between write and read, as a bad disk would
     from fsspec.implementations.local import LocalFileSystem
 
-    class FlippingDisk(LocalFileSystem):  # type: ignore[misc]
+    class FlippingDisk(LocalFileSystem):  # type: ignore[misc]  # fsspec ships no type hints
         pass
 
     neighbour = tmp_path / "neighbour.bin"
@@ -312,7 +312,7 @@ def test_verification_failure_leaves_no_trace(tmp_path: Path) -> None:
     backend = probe.target.backend
     original = backend.after_upload
 
-    def corrupt(paths: list[str]) -> None:
+    def corrupt(paths: Sequence[str]) -> None:
         original(paths)
         with open(paths[3], "r+b") as handle:
             handle.seek(100)
@@ -337,8 +337,10 @@ def test_an_object_shortened_after_the_setup_upload_is_caught_before_the_window(
     # cleanup runs
     from tests.conftest import obstore_fs
 
+    root = s3_server.root
+    assert root is not None
     _neighbours(s3_server.endpoint)
-    before = tree(s3_server.root)
+    before = tree(root)
     if client == "s3fs":
         probe = Probe.from_url("s3://bench/faults", s3_options(s3_server.endpoint), repeats=1)
     else:
@@ -348,13 +350,13 @@ def test_an_object_shortened_after_the_setup_upload_is_caught_before_the_window(
 
     other = s3fs.S3FileSystem(skip_instance_cache=True, **s3_options(s3_server.endpoint))
 
-    def shorten(paths: list[str]) -> None:
+    def shorten(paths: Sequence[str]) -> None:
         original(paths)
-        other.pipe_file(paths[5], (s3_server.root / paths[5]).read_bytes()[:-7])
+        other.pipe_file(paths[5], (root / paths[5]).read_bytes()[:-7])
 
     backend.after_upload = shorten  # type: ignore[method-assign]
     result = probe.download(SMALL)
     assert result.samples == ()
     assert result.errors[0].code is Code.VERIFICATION_FAILED
     assert "holds 16377 bytes after the setup upload, expected 16384" in result.errors[0].message
-    assert tree(s3_server.root) == before
+    assert tree(root) == before

@@ -13,8 +13,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,6 +23,9 @@ from storeprobe.staging import CHUNK
 from storeprobe.units import MiB
 from tests.conftest import s3_options
 from tests.servers import Server
+
+if TYPE_CHECKING:
+    from storeprobe.planning import Operation
 
 SIZE = 512 * MiB
 ALLOWANCE = 256 * MiB
@@ -113,14 +117,20 @@ def test_s3_keeps_memory_bounded(
     _check(figures)
 
 
-def _layout(backend: str, operation: str, streams: int, size: int, count: int = 1) -> Any:
+def _layout(backend: str, operation: Operation, streams: int, size: int, count: int = 1) -> Any:
+    from storeprobe.backends.base import Backend
     from storeprobe.backends.local import LocalBackend
     from storeprobe.backends.obstore import ObstoreBackend
     from storeprobe.backends.s3fs import S3Backend
     from storeprobe.planning import choose
     from storeprobe.workload import Workload
 
-    caps = {"local": LocalBackend, "obstore": ObstoreBackend, "s3fs": S3Backend}[backend]
+    kinds: dict[str, type[Backend]] = {
+        "local": LocalBackend,
+        "obstore": ObstoreBackend,
+        "s3fs": S3Backend,
+    }
+    caps = kinds[backend]
     workload = Workload(count=count, size=size)
     return choose(
         caps.capabilities,
@@ -134,7 +144,7 @@ def _layout(backend: str, operation: str, streams: int, size: int, count: int = 
 
 @pytest.mark.parametrize("backend", ["local", "s3fs", "obstore"])
 @pytest.mark.parametrize("operation", ["upload", "download"])
-def test_one_large_object_is_staged_at_one_stream(backend: str, operation: str) -> None:
+def test_one_large_object_is_staged_at_one_stream(backend: str, operation: Operation) -> None:
     layout = _layout(backend, operation, 1, 4096 * MiB)
     assert layout.staged
     assert layout.effective_streams == 1
@@ -169,7 +179,7 @@ def test_a_single_staged_download_is_verified(tmp_path: Path, extra: int) -> Non
     backend = probe.target.backend
     original = backend.after_upload
 
-    def corrupt(paths: list[str]) -> None:
+    def corrupt(paths: Sequence[str]) -> None:
         original(paths)
         with open(paths[0], "r+b") as handle:
             if extra:  # one byte more than was written

@@ -309,7 +309,7 @@ def test_s3_rates_exact_with_the_step_clock(
         "s3://bench/exact", s3_storage_options, client=client, repeats=1, clock=StepClock(STEP)
     )
     for operation in ("head", "list", "delete"):
-        result = probe.metadata(operation, count=12, size=5)  # type: ignore[arg-type]
+        result = probe.metadata(operation, count=12, size=5)
         assert result.ok, result.errors
         assert ops_per_s(result) == pytest.approx(exact_rate(operation, 12), rel=1e-12)
     assert not any(name.startswith("exact") for name in tree(s3_bucket_dir))

@@ -264,7 +264,7 @@ def test_sftp_remote_reaches_sshd(ssh_server: Server, tmp_path: Path) -> None:
     target = RcloneConfig.load(config).target(f"box:{ssh_server.root}")
     assert target.url == f"sftp://127.0.0.1:{ssh_server.port}{ssh_server.root}"
     assert target.options["password"] == "SENTINEL-sftp-pass-42"
-    probe = Probe.from_url(target.url, target.options, repeats=1)
+    probe = Probe.from_url(target.url, dict(target.options), repeats=1)
     result = probe.upload(Workload(count=2, size="1KiB"))
     assert result.ok, result.errors
     assert "SENTINEL-sftp-pass-42" not in repr(probe) + json.dumps(result.to_dict())
@@ -284,7 +284,7 @@ def test_azureblob_remote_reaches_azurite(azure_server: Server, tmp_path: Path) 
     )
     target = RcloneConfig.load(config).target("blob:bench/rc")
     assert target.url == "abfs://bench/rc"
-    result = Probe.from_url(target.url, target.options, repeats=1).upload(
+    result = Probe.from_url(target.url, dict(target.options), repeats=1).upload(
         Workload(count=2, size="1KiB")
     )
     assert result.ok, result.errors
@@ -302,7 +302,7 @@ def test_gcs_remote_reaches_the_emulator(gcs_server: Server, tmp_path: Path) -> 
     )
     target = RcloneConfig.load(config).target("gcs:bench/rc")
     assert (target.url, target.options["token"]) == ("gs://bench/rc", "anon")
-    result = Probe.from_url(target.url, target.options, repeats=1).upload(
+    result = Probe.from_url(target.url, dict(target.options), repeats=1).upload(
         Workload(count=2, size="1KiB")
     )
     assert result.ok, result.errors

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
@@ -15,7 +16,8 @@ NOTEBOOKS = ["compare_targets.ipynb", "notebook.ipynb"]
 
 def _execute(name: str, tmp_path: Path) -> list[NotebookNode]:
     """Run the notebook in ``tmp_path``; every output of every code cell, in order."""
-    notebook = nbformat.read(EXAMPLES / name, as_version=4)
+    read: Callable[..., NotebookNode] = nbformat.read  # nbformat's read has no annotations
+    notebook = read(EXAMPLES / name, as_version=4)
     NotebookClient(
         notebook,
         timeout=300,

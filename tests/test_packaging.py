@@ -128,8 +128,14 @@ def test_extras_checked_by_wheel_check_exist() -> None:
         assert f'"{extra}:' in script
 
 
+def _name(requirement: str) -> str:
+    match = re.match(r"[\w.-]+", requirement)
+    assert match is not None, requirement
+    return match[0]
+
+
 def test_build_tools_in_dev_extra() -> None:
-    names = {re.match(r"[\w.-]+", req)[0] for req in PROJECT["optional-dependencies"]["dev"]}
+    names = {_name(req) for req in PROJECT["optional-dependencies"]["dev"]}
     assert {"build", "twine"} <= names
 
 

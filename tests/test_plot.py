@@ -8,6 +8,7 @@ from typing import Any
 import attrs
 import numpy as np
 import pytest
+from matplotlib.axes import Axes
 from matplotlib.colors import to_hex
 
 from storeprobe import ConfigurationError, Environment, Result, Sample, Workload
@@ -21,6 +22,7 @@ from storeprobe.plot import (
     plot_timeline,
 )
 from storeprobe.step import Step
+from tests.helpers import bars
 
 S = 1_000_000_000
 WORKLOAD = Workload.small()  # 4 MiB in all: 1 s = 4096 KiB/s
@@ -57,9 +59,12 @@ def result(
     )
 
 
-def lines(ax, gid: str) -> list[tuple[list[float], list[float]]]:  # type: ignore[no-untyped-def]
+def lines(ax: Axes, gid: str) -> list[tuple[list[float], list[float]]]:
     return [
-        (list(map(float, line.get_xdata())), list(map(float, line.get_ydata())))
+        (
+            list(map(float, np.asarray(line.get_xdata()))),
+            list(map(float, np.asarray(line.get_ydata()))),
+        )
         for line in ax.lines
         if line.get_gid() == gid
     ]
@@ -73,7 +78,7 @@ def test_bars_whiskers_median_and_values() -> None:
     (ax,) = figure.axes
     assert ax.get_ylabel() == "KiB/s"
     assert ax.get_title() == "upload small"
-    heights = sorted(round(p.get_height()) for p in ax.patches)
+    heights = sorted(round(p.get_height()) for p in bars(ax))
     assert heights == [4096, 8192]
     whiskers = lines(ax, "whisker")
     assert [sorted(ys) for _, ys in whiskers] == [[1024.0, 4096.0], [8192.0, 8192.0]]
@@ -103,7 +108,7 @@ def test_one_unit_per_panel_and_units_asked() -> None:
     results = [result("s3://a", (1.0,)), result("s3://a", (2.0,), workload=Workload.large())]
     small, large = plot_probes(results).axes
     assert (small.get_ylabel(), large.get_ylabel()) == ("KiB/s", "MiB/s")
-    assert [round(p.get_height()) for p in large.patches] == [
+    assert [round(p.get_height()) for p in bars(large)] == [
         round(Workload.large().total_bytes / 2 / 2**20)
     ]
     assert {ax.get_ylabel() for ax in plot_probes(results, unit="Mibit/s").axes} == {"Mibit/s"}
@@ -117,7 +122,7 @@ def test_by_environment_one_bar_per_environment_never_merged() -> None:
     ]
     figure = plot_probes(results, by="environment", unit="MiB/s")
     (ax,) = figure.axes
-    assert sorted(p.get_height() for p in ax.patches) == [2.0, 4.0, 8.0]
+    assert sorted(p.get_height() for p in bars(ax)) == [2.0, 4.0, 8.0]
     (legend,) = figure.legends
     assert [t.get_text() for t in legend.get_texts()] == [
         "ec2, 1 stream",
@@ -136,7 +141,7 @@ def test_long_target_names_turn_the_bars_horizontal() -> None:
     (ax,) = plot_probes([result(url, (1.0, 2.0)), result("s3://b", (2.0,))]).axes
     assert ax.get_xlabel() == "KiB/s"
     assert [t.get_text() for t in ax.get_yticklabels()] == [url, "s3://b"]
-    assert sorted(round(p.get_width()) for p in ax.patches) == [2048, 4096]
+    assert sorted(round(p.get_width()) for p in bars(ax)) == [2048, 4096]
     (xs, ys), *_ = lines(ax, "whisker")
     assert sorted(xs) == [2048.0, 4096.0]
     assert ys[0] == ys[1]
@@ -147,8 +152,8 @@ def test_streams_saturation_marked() -> None:
     figure = plot_streams(sweep, unit="MiB/s")
     (ax,) = figure.axes
     (line,) = [line for line in ax.lines if line.get_gid() is None]
-    assert list(line.get_xdata()) == [1, 2, 4, 8]
-    assert list(line.get_ydata()) == [1.0, 2.0, 4.0, 4.0]
+    assert np.asarray(line.get_xdata()).tolist() == [1, 2, 4, 8]
+    assert np.asarray(line.get_ydata()).tolist() == [1.0, 2.0, 4.0, 4.0]
     assert lines(ax, "saturation") == [([4.0], [4.0])]
     assert any("saturates at 4" in t.get_text() for t in ax.texts)
     assert len(lines(ax, "whisker")) == 4
@@ -188,7 +193,7 @@ def test_backup_seconds_per_step_per_storage() -> None:
         "backup 2",
         "restore 1 (full)",
     ]
-    assert sorted(p.get_height() for p in ax.patches) == [0.25, 0.5, 1.0, 2.0, 3.0]
+    assert sorted(p.get_height() for p in bars(ax)) == [0.25, 0.5, 1.0, 2.0, 3.0]
     assert [sorted(ys) for _, ys in lines(ax, "whisker")] == [[3.0, 4.0]]
     assert ax.get_title() == "backup: tree"
     (legend,) = figure.legends
@@ -217,7 +222,7 @@ def test_backup_one_bar_per_method_and_step_one_panel_for_every_version() -> Non
     ]
     figure = plot_backup(results)
     (ax,) = figure.axes  # one panel, though each version describes itself differently
-    assert sorted(p.get_height() for p in ax.patches) == [0.5, 1.0, 3.0, 6.0]
+    assert sorted(p.get_height() for p in bars(ax)) == [0.5, 1.0, 3.0, 6.0]
     (legend,) = figure.legends
     assert [t.get_text() for t in legend.get_texts()][:2] == ["files, 1 stream", "restic, 1 stream"]
     assert "1 later version" in ax.get_title()
@@ -251,10 +256,10 @@ def test_timeline_one_line_per_repeat() -> None:
     (ax,) = figure.axes
     assert ax.get_ylabel() == "MiB/s"
     assert [line.get_label() for line in ax.lines] == ["repeat 1", "repeat 2"]
-    assert list(ax.lines[0].get_xdata()) == [0.5, 1.5, 2.5, 3.5]
+    assert np.asarray(ax.lines[0].get_xdata()).tolist() == [0.5, 1.5, 2.5, 3.5]
     assert np.allclose(ax.lines[0].get_ydata(), [1, 2, 1, 1])
     assert "1000 ms" in ax.get_xlabel()
-    assert plot_timeline(probe).axes[0].lines[0].get_xdata().size == 20  # 200 ms slices
+    assert np.asarray(plot_timeline(probe).axes[0].lines[0].get_xdata()).size == 20  # 200 ms slices
     with pytest.raises(ConfigurationError, match="per-request records"):
         plot_timeline(result("s3://a", (1.0,)))
 
@@ -294,5 +299,5 @@ def test_cli_report_plot_of_backup_steps_draws_the_backup_chart(
     assert main(["report", str(tmp_path / "backup.json"), "--plot", str(chart)]) == 0
     (figure,) = drawn
     (ax,) = figure.axes
-    assert sorted(p.get_height() for p in ax.patches) == [3.0, 6.0]
+    assert sorted(p.get_height() for p in bars(ax)) == [3.0, 6.0]
     assert chart.read_bytes().startswith(b"\x89PNG")

@@ -85,7 +85,7 @@ def test_memory_probes_run_verified_and_clean(
         assert all(1 <= sample.max_in_flight <= streams for sample in result.samples)
 
 
-class FailingMemoryFS(MemoryFileSystem):
+class FailingMemoryFS(MemoryFileSystem):  # type: ignore[misc]  # fsspec ships no type hints
     """A memory filesystem whose N-th write fails, as a full disk would."""
 
     fail_at = 5
@@ -98,7 +98,7 @@ class FailingMemoryFS(MemoryFileSystem):
         super().pipe_file(path, value, mode=mode, **kwargs)
 
 
-class CorruptingMemoryFS(MemoryFileSystem):
+class CorruptingMemoryFS(MemoryFileSystem):  # type: ignore[misc]  # fsspec ships no type hints
     """A memory filesystem that returns one wrong byte on every read."""
 
     def cat_file(self, path: str, start: Any = None, end: Any = None, **kwargs: Any) -> bytes:
@@ -222,7 +222,7 @@ def test_convenience_methods_use_the_seed_workloads(tmp_path: Path) -> None:
     assert os.listdir(tmp_path) == []
 
 
-class RecordingMemoryFS(MemoryFileSystem):  # type: ignore[misc]
+class RecordingMemoryFS(MemoryFileSystem):  # type: ignore[misc]  # fsspec ships no type hints
     """A memory filesystem that remembers the digest of every object written to it."""
 
     written: ClassVar[list[tuple[str, str]]] = []
@@ -268,7 +268,7 @@ def test_a_drawn_seed_is_recorded_and_reproduces_the_bytes() -> None:
     assert _digests(Probe(fs, "/seeds", repeats=1, seed=result.workload.seed), workload) == drawn
 
 
-class CountingCallback(Callback):  # type: ignore[misc]
+class CountingCallback(Callback):  # type: ignore[misc]  # fsspec ships no type hints
     """Counts the progress updates it receives and the thread that sent them."""
 
     def __init__(self) -> None:

@@ -155,7 +155,7 @@ def test_scenario_progress_never_draws_inside_a_timed_window(
     from storeprobe.progress import StepBar
 
     events: list[str] = []
-    execute = session_module.execute
+    from storeprobe.execution import execute  # what the session calls
 
     def recorded(*args: object, **kwargs: object) -> object:
         events.append("open")

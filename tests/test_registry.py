@@ -41,6 +41,7 @@ class StoreBackend(SyncBackend):
         return None  # memory directories are implicit
 
     def put(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
+        assert isinstance(body, bytes | bytearray | memoryview)  # what body() made
         store, key, data = self.fs.store, self.fs._strip_protocol(request.key), bytes(body)
 
         def put() -> Outcome:

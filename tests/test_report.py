@@ -21,6 +21,7 @@ from storeprobe import (
     Workload,
 )
 from storeprobe.plot import plot_probes, plot_streams
+from tests.helpers import bars
 
 
 def env(label: str, hostname: str = "h") -> Environment:
@@ -161,9 +162,9 @@ def test_machines_are_never_merged() -> None:
             result("s3://a", "ci", 2.0, hostname="runner-2"),
         ]
     )
-    header = same_label.table().splitlines()[2]
-    assert "ci @ runner-1 (KiB/s)" in header
-    assert "ci @ runner-2 (KiB/s)" in header
+    header_line = same_label.table().splitlines()[2]
+    assert "ci @ runner-1 (KiB/s)" in header_line
+    assert "ci @ runner-2 (KiB/s)" in header_line
     rows_csv = list(csv.DictReader(io.StringIO(two_machines.table(by="probe", format="csv"))))
     assert {(r["target"], r["environment"]) for r in rows_csv} == {
         ("s3://a", "laptop"),
@@ -405,7 +406,7 @@ def test_sweep_runs_each_stream_count(tmp_path: Path) -> None:
         probe.sweep("upload", Workload.small(), streams=[1, 0])
 
 
-class Recorder(Callback):  # type: ignore[misc]
+class Recorder(Callback):  # type: ignore[misc]  # fsspec ships no type hints
     def __init__(self) -> None:
         super().__init__()
         self.sizes: list[int] = []
@@ -447,8 +448,8 @@ def test_plots_are_written(tmp_path: Path, two_by_two: ResultSet) -> None:
     # axis units come from the same rules as tables
     assert figure.axes[0].get_ylabel() == "KiB/s"
     assert plot_probes(two_by_two, unit="Mibit/s").axes[0].get_ylabel() == "Mibit/s"
-    bars = plot_probes(two_by_two, unit="MiB/s").axes[0]
-    assert sorted(round(p.get_height(), 2) for p in bars.patches) == [2.0, 2.0, 4.0, 8.0]
+    by_probe = plot_probes(two_by_two, unit="MiB/s").axes[0]
+    assert sorted(round(p.get_height(), 2) for p in bars(by_probe)) == [2.0, 2.0, 4.0, 8.0]
     assert plot_streams(sweep, unit="auto").axes[0].get_ylabel() == "MiB/s"  # up to 8 MiB/s
     mixed = [*sweep, result("s3://a", "home", 1.0, workload=Workload.large())]
     with pytest.raises(ConfigurationError, match="one unit"):

@@ -179,7 +179,7 @@ def test_samples_count_requests_by_kind_and_bytes_each_way() -> None:
     with pytest.raises(ConfigurationError, match="negative"):
         Sample(nbytes=1, elapsed_ns=1, latencies_ns=[1], requests_by_kind={"put": -1})
     with pytest.raises(ConfigurationError, match="request kind"):
-        Sample(nbytes=1, elapsed_ns=1, latencies_ns=[1], requests_by_kind={"put": 1.5})
+        Sample(nbytes=1, elapsed_ns=1, latencies_ns=[1], requests_by_kind={"put": 1.5})  # type: ignore[dict-item]  # a float count, on purpose
 
 
 def attrs_evolve_same(sample: Sample) -> Sample:

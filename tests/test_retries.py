@@ -193,7 +193,10 @@ def test_the_async_wrapper_retries_likewise() -> None:
             raise _error(503)
         return Outcome(sent=1)
 
-    assert asyncio.run(retrier.wrap(call)()) == Outcome(sent=1)
+    async def wrapped() -> Outcome:
+        return await retrier.wrap(call)()
+
+    assert asyncio.run(wrapped()) == Outcome(sent=1)
     assert (len(calls), retrier.retries, clock.slept) == (2, 1, [0.1])
 
 

@@ -67,7 +67,7 @@ def test_sentinel_options_never_appear(caplog: pytest.LogCaptureFixture) -> None
     assert "sig=***" not in text  # nothing was shown at all, not even redacted
 
 
-class LeakyMemoryFS(MemoryFileSystem):
+class LeakyMemoryFS(MemoryFileSystem):  # type: ignore[misc]  # fsspec ships no type hints
     """A backend whose error messages echo its credentials, as some SDKs' do."""
 
     def pipe_file(self, path: str, value: Any, mode: str = "overwrite", **kwargs: Any) -> None:

@@ -180,7 +180,7 @@ def test_missing_fields_are_refused_with_their_names() -> None:
     with pytest.raises(ConfigurationError, match="not int"):
         Strategy.of(3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="'sideways' is not a valid Shape"):
-        Strategy(shape="sideways")  # type: ignore[arg-type]
+        Strategy(shape="sideways")
 
 
 def _document(version: int, strategy: object) -> str:

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from storeprobe import ConfigurationError, MissingDependencyError, Probe, Target
+from storeprobe.backends.obstore import ObstoreBackend
 from storeprobe.redaction import redact_options, redact_url, scrub, secret_values
 
 
@@ -144,8 +145,10 @@ def test_obstore_target_carries_the_translated_config() -> None:
         "region": "us-east-1",
     }
     assert options["client_options"]["allow_http"] is True
-    assert target.backend.range_fallback is not None  # s3fs for servers that answer 200
-    assert target.backend.range_fallback().name == "s3fs"
+    backend = target.backend
+    assert isinstance(backend, ObstoreBackend)
+    assert backend.range_fallback is not None  # s3fs for servers that answer 200
+    assert backend.range_fallback().name == "s3fs"
 
 
 def test_client_s3fs_forces_s3fs() -> None:

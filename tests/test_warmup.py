@@ -121,8 +121,13 @@ def test_the_notice_is_not_given_after_a_warm_up() -> None:
     arrays = (np.array([1.0, 1.6, 1.6, 1.6]), np.array([1.6e9, 1e9, 1e9, 1e9]))
     cpu = np.full(4, math.nan)
     codes = [
-        [n.code for n in stability_notices(*arrays, cpu, operation="upload", remote=False, **kw)]
-        for kw in ({}, {"warmup": 1})
+        [
+            n.code
+            for n in stability_notices(
+                *arrays, cpu, operation="upload", remote=False, warmup=warmup
+            )
+        ]
+        for warmup in (0, 1)  # 0: the default
     ]
     assert Code.WARM_UP in codes[0]
     assert Code.WARM_UP not in codes[1]
@@ -169,7 +174,7 @@ def test_a_failed_warm_up_is_an_error_named_as_one(memfs: MemoryFileSystem) -> N
             raise OSError("injected failure")
         original(path, value, *args, **kwargs)
 
-    memfs.pipe_file = fail_first  # type: ignore[method-assign]
+    memfs.pipe_file = fail_first
     result = Probe(memfs, "/bench", repeats=2, warmup=1, prep_streams=1).upload(WORKLOAD)
 
     assert len(result.samples) == 2

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from typing import Any
 
 import numpy as np
 import pytest
@@ -39,7 +40,7 @@ def test_seed_workloads() -> None:
         {"count": 1, "size": 1, "name": "bad\nname"},
     ],
 )
-def test_bad_workloads_are_value_errors(kwargs: dict) -> None:
+def test_bad_workloads_are_value_errors(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigurationError) as info:
         Workload(**kwargs)
     assert isinstance(info.value, ValueError)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from storeprobe.backends.attempts import Attempts, Tally
+from storeprobe.backends.attempts import CountsAttempts, Tally
 from storeprobe.backends.base import (
     AsyncBackend,
     AsyncUpload,
@@ -86,7 +86,7 @@ def _block_id(request: Request) -> str:
     return f"{request.part_number or 1:08d}".encode().hex()
 
 
-class AzureBackend(FsspecAsyncBackend):
+class AzureBackend(CountsAttempts, FsspecAsyncBackend):
     """adlfs (see the module docstring): its own puts and gets (one request each, create-only
     puts); HEAD, LIST, DELETE and COPY through fsspec's API, as every fsspec client."""
 
@@ -96,19 +96,10 @@ class AzureBackend(FsspecAsyncBackend):
     )
     upload = AzureUpload
 
-    def __init__(self, fs: Any) -> None:
-        super().__init__(fs)
-        #: retries of the SDK's policy, answers and pushback (installed by check_root)
-        self._tally: Tally | None = None
-
-    def attempts_seen(self) -> Attempts | None:
-        return None if self._tally is None else self._tally.seen()
-
-    def _watch(self) -> None:
+    def _hook(self, tally: Tally) -> None:
         """Count through the SDK's retry policy (see the module docstring)."""
         policy = self.fs.service_client._config.retry_policy
         configure, send = policy.configure_retries, policy.send
-        tally = Tally()
 
         def configure_retries(request: Any) -> Any:
             settings = configure(request)
@@ -132,11 +123,9 @@ class AzureBackend(FsspecAsyncBackend):
 
         policy.configure_retries = configure_retries
         policy.send = last_attempt
-        self._tally = tally
 
     def check_root(self, root: str) -> None:
-        if self._tally is None:
-            self._watch()
+        self._watch()
         check_bucket(root, self.fs.info, "container", "abfs://CONTAINER[/PREFIX]")
 
     def make_prefix(self, prefix: str) -> None:

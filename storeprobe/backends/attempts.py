@@ -9,15 +9,18 @@ those answers that pushed back (``503`` and ``429``: the server asked the client
 slow down). The probe reads :meth:`Tally.seen` before and after each timed window; the
 difference (:meth:`Attempts.since`) goes on the window's
 :class:`~storeprobe.result.Sample` as ``retries``, ``responses`` and ``pushed_back``.
+The fsspec clients' backends (s3fs, gcsfs, adlfs) hold their tally through
+:class:`CountsAttempts` and wire only their hook.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 
 from attrs import define, frozen
 
-__all__ = ["PUSHBACK_STATUSES", "Attempts", "Tally", "between", "summed"]
+__all__ = ["PUSHBACK_STATUSES", "Attempts", "CountsAttempts", "Tally", "between", "summed"]
 
 #: the statuses with which a server pushes back: 503 (S3's SlowDown, Azure's
 #: ServerBusy) and 429 (Too Many Requests: GCS, Azure, S3-compatible servers)
@@ -69,6 +72,32 @@ class Tally:
         return Attempts(
             retries=self.retries, responses=self.responses, pushed_back=self.pushed_back
         )
+
+
+class CountsAttempts(ABC):
+    """A backend whose client's retry machinery feeds one :class:`Tally`, mixed in before
+    the backend's base class: it holds the tally and answers ``attempts_seen``; the backend
+    wires the client's hook in :meth:`_hook` and calls :meth:`_watch` from ``check_root``
+    (hooking may need the client connected, and connecting is I/O: untimed, before the
+    first window)."""
+
+    #: the running counts the hook adds to (None until :meth:`_watch`: not observable)
+    _tally: Tally | None = None
+
+    def attempts_seen(self) -> Attempts | None:
+        """The counts so far (None before the hook is installed)."""
+        return None if self._tally is None else self._tally.seen()
+
+    @abstractmethod
+    def _hook(self, tally: Tally) -> None:
+        """Wire the client's retry machinery to add to ``tally``."""
+
+    def _watch(self) -> None:
+        """Install the hook with a fresh tally, once (later calls keep the first)."""
+        if self._tally is None:
+            tally = Tally()
+            self._hook(tally)
+            self._tally = tally
 
 
 def between(before: Attempts | None, after: Attempts | None) -> Attempts | None:

@@ -50,7 +50,7 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from storeprobe.backends.attempts import Attempts, Tally
+from storeprobe.backends.attempts import CountsAttempts, Tally
 from storeprobe.backends.base import AsyncBackend, AsyncUpload, Capabilities, Landing, check_bucket
 from storeprobe.backends.fsspec import FsspecAsyncBackend
 from storeprobe.backends.registry import ClientSpec, no_listings_cache
@@ -148,7 +148,7 @@ class GCSUpload(AsyncUpload):
                 await self.fs._rm_file(name)
 
 
-class GCSBackend(FsspecAsyncBackend):
+class GCSBackend(CountsAttempts, FsspecAsyncBackend):
     """gcsfs (see the module docstring)."""
 
     name = "gcsfs"
@@ -157,22 +157,13 @@ class GCSBackend(FsspecAsyncBackend):
     )
     upload = GCSUpload
 
-    def __init__(self, fs: Any) -> None:
-        super().__init__(fs)
-        #: attempts gcsfs retried, its answers and pushback (installed by check_root)
-        self._tally: Tally | None = None
-
-    def attempts_seen(self) -> Attempts | None:
-        return None if self._tally is None else self._tally.seen()
-
-    def _watch(self) -> None:
+    def _hook(self, tally: Tally) -> None:
         """Count each attempt inside gcsfs's own retry loop (see the module docstring)."""
         from gcsfs.retry import retry_request
 
         fs = self.fs
         once = type(fs)._request.__wrapped__  # one attempt: the undecorated method
         limit = int(fs.retries)
-        tally = Tally()
 
         async def request(*args: Any, **kwargs: Any) -> Any:
             attempts = 0
@@ -195,12 +186,10 @@ class GCSBackend(FsspecAsyncBackend):
             return await retry_request(attempt, limit)(*args, **kwargs)
 
         fs._request = request
-        self._tally = tally
 
     def check_root(self, root: str) -> None:
         check_certificate(str(self.fs._location), getattr(self.fs, "session_kwargs", None) or {})
-        if self._tally is None:
-            self._watch()
+        self._watch()
         check_bucket(root, self.fs.info, "bucket", "gs://BUCKET[/PREFIX]")
 
     def make_prefix(self, prefix: str) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 import fsspec
 
-from storeprobe.backends.attempts import Attempts, Tally
+from storeprobe.backends.attempts import CountsAttempts, Tally
 from storeprobe.backends.base import (
     AsyncBackend,
     AsyncUpload,
@@ -200,7 +200,7 @@ class S3Upload(AsyncUpload):
             del self.uploads[path]
 
 
-class S3Backend(AsyncBackend):
+class S3Backend(CountsAttempts, AsyncBackend):
     """s3fs (see the module docstring). ``conditional=False`` puts without If-None-Match."""
 
     name = "s3fs"
@@ -220,10 +220,6 @@ class S3Backend(AsyncBackend):
     def __init__(self, fs: fsspec.AbstractFileSystem, *, conditional: bool = True) -> None:
         super().__init__(fs)
         self.conditional = conditional
-        #: attempts botocore retried, its answers and pushback, counted by a hook installed
-        #: when the client exists (connecting is I/O: it happens in check_root, before the
-        #: first window)
-        self._tally: Tally | None = None
 
     def writer(self, path: str) -> S3Backend:
         """This backend, or a twin putting without If-None-Match if the storage refuses it.
@@ -241,12 +237,10 @@ class S3Backend(AsyncBackend):
         self.fs.rm_file(path)
         return self
 
-    def _watch(self, client: Any) -> None:
+    def _hook(self, tally: Tally) -> None:
         """Count each answer botocore received (``needs-retry`` follows every attempt),
         its pushback (503, 429) and the attempts it retries (5xx, throttling, dropped
-        connections)."""
-        tally = Tally()
-        self._tally = tally
+        connections), on the client s3fs connected."""
 
         def count(response: Any = None, caught_exception: Any = None, **_: Any) -> None:
             status = None
@@ -259,15 +253,12 @@ class S3Backend(AsyncBackend):
             ):
                 tally.retried()
 
-        client.meta.events.register_first("needs-retry.s3", count)
-
-    def attempts_seen(self) -> Attempts | None:
-        return None if self._tally is None else self._tally.seen()
+        self.fs._s3.meta.events.register_first("needs-retry.s3", count)
 
     def check_root(self, root: str) -> None:
         check_bucket(root, self.fs.info, "bucket", "s3://BUCKET[/PREFIX]")
-        if self._tally is None and getattr(self.fs, "_s3", None) is not None:
-            self._watch(self.fs._s3)  # the client exists once the first call connected
+        if getattr(self.fs, "_s3", None) is not None:
+            self._watch()  # the client exists once the first call connected
 
     def make_prefix(self, prefix: str) -> None:
         return None
