@@ -34,6 +34,7 @@ __all__ = [
     "SEQUENTIAL_PART",
     "Layout",
     "Plan",
+    "bulk_delete_plan",
     "choose",
     "delete_plan",
     "download_plan",
@@ -287,3 +288,14 @@ def head_plan(names: Sequence[str]) -> Plan:
 def delete_plan(names: Sequence[str]) -> Plan:
     """Delete each name on its own (never a recursive or listing delete)."""
     return Plan(phases=(tuple(Request(kind=Kind.DELETE, key=name) for name in names),))
+
+
+def bulk_delete_plan(names: Sequence[str], per_request: int) -> Plan:
+    """Delete ``names`` in requests of at most ``per_request`` names each (S3's
+    DeleteObjects), in order; never a recursive or listing delete."""
+    if per_request < 1:
+        raise ValueError(f"a bulk delete carries at least 1 name, not {per_request}")
+    batches = [tuple(names[at : at + per_request]) for at in range(0, len(names), per_request)]
+    return Plan(
+        phases=(tuple(Request(kind=Kind.DELETE, key=batch[0], keys=batch) for batch in batches),)
+    )
