@@ -20,7 +20,7 @@ storeprobe's own functions, wrapped for the run: :class:`Phases`; no library cod
    goes (payload generation, fsync and page-cache eviction, verification, deletes, ...).
 
     python benchmarks/answer_time.py [--rtt-ms 0 20 100] [--streams 1 8] [--large 32MiB]
-        [--skip-local] [--skip-remote] [--json out.json]
+        [--workloads small large] [--client auto] [--skip-local] [--skip-remote] [--json out.json]
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import storeprobe.backends.local as local_backend
 import storeprobe.measurement as measurement
+import storeprobe.repeats as repeats
 from storeprobe import Probe, Result, Workload
 from storeprobe.measurement import Measurement
 from storeprobe.units import parse_size
@@ -103,11 +104,12 @@ def instrumented() -> Iterator[Phases]:
     """storeprobe's phases, each wrapped in a timer for the duration."""
     phases = Phases()
     phases.wrap(measurement, "open_run", "open run (environment, bucket check, prefix)")
-    phases.wrap(Measurement, "_writer", "conditional-write check")
+    phases.wrap(repeats.Housekeeping, "writer", "conditional-write check")
     phases.wrap(Measurement, "_bodies", "payload generation")
     phases.wrap(Measurement, "_execute", _execute_label)
-    phases.wrap(measurement, "delete_names", "deletes")
-    phases.wrap(measurement, "remove_folders", "prefix removal")
+    phases.wrap(repeats, "delete_names", "deletes")
+    phases.wrap(repeats, "clear_prefix", "listing after the deletes")
+    phases.wrap(repeats, "remove_folders", "prefix removal")
     phases.wrap(measurement, "verify_outcomes", "verification")
     phases.wrap(measurement, "verify_staged", "verification")
     phases.wrap(measurement, "prefaulted", "landing buffers (allocated, touched)")
@@ -163,9 +165,13 @@ def remote(args: argparse.Namespace, phases: Phases) -> list[dict[str, Any]]:
             with reached(server.port, rtt) as endpoint:
                 for streams in args.streams:
                     probe = Probe.from_url(
-                        "s3://bench/answer", s3_options(endpoint), streams=streams
+                        "s3://bench/answer",
+                        s3_options(endpoint),
+                        streams=streams,
+                        client=args.client,
                     )
-                    for name, workload in (("small", small), ("large", large)):
+                    chosen = (("small", small), ("large", large))
+                    for name, workload in [(n, w) for n, w in chosen if n in args.workloads]:
                         for operation in ("upload", "download"):
                             result, wall, found = measured(probe, operation, workload, phases)
                             prep = found.get("untimed put", 0.0) if operation == "download" else 0.0
@@ -254,6 +260,7 @@ ORDER = (
     "engine around the windows",
     "verification",
     "deletes",
+    "listing after the deletes",
     "prefix removal",
     "judging (stability, stalls)",
     "rest (unwrapped)",
@@ -322,6 +329,10 @@ def main() -> None:
     parser.add_argument("--rtt-ms", type=float, nargs="+", default=[0.0, 20.0, 100.0])
     parser.add_argument("--streams", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--large", default="32MiB", help="size of the large probe's object")
+    parser.add_argument(
+        "--workloads", nargs="+", choices=["small", "large"], default=["small", "large"]
+    )
+    parser.add_argument("--client", default="auto", choices=["auto", "obstore", "s3fs"])
     parser.add_argument("--skip-remote", action="store_true")
     parser.add_argument("--skip-local", action="store_true")
     parser.add_argument("--json", type=Path)
