@@ -8,7 +8,8 @@ A failed plan is aborted (a half-done multipart upload, an open file) before the
 goes on. Progress, when asked, is pumped from another thread (:mod:`storeprobe.progress`).
 
 :func:`open_run` prepares a run (environment, a fresh prefix, the root checked);
-:func:`delete_names` deletes what a run wrote (in bulk where the client can), tolerating failures;
+:func:`delete_names` deletes what a run wrote (in bulk where the client can), tolerating
+failures;
 :func:`clear_prefix` then lists the run prefix and deletes what is still listed under it;
 :func:`remove_folders` removes the run's (empty) folders; what remains is a typed
 :class:`Leftover`, named in one ``cleanup-incomplete`` warning (:func:`cleanup_notice`);
@@ -230,8 +231,8 @@ def delete_names(
     Where the backend deletes in bulk (``capabilities.deletes_per_request`` > 1: S3's
     DeleteObjects, up to 1000 names a request), the names go in requests of that many;
     a name the storage answers it did not delete is reported with its own error, and the
-    names of a request refused whole (a server without DeleteObjects; obstore, which
-    names only the first failed key) are deleted again one by one. Otherwise each name is
+    names of a request refused whole (a server without DeleteObjects, an answer that does
+    not say which keys failed) are deleted again one by one. Otherwise each name is
     deleted on its own. Never a recursive or listing delete; a name already gone counts
     as deleted. Once the storage is unreachable, the remaining names are not attempted:
     they are reported.
