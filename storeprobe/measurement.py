@@ -55,7 +55,7 @@ from attrs import frozen
 from fsspec.callbacks import Callback
 
 from storeprobe.backends import AsyncBackend, SyncBackend
-from storeprobe.backends.attempts import Attempts
+from storeprobe.backends.attempts import between
 from storeprobe.backends.base import Backend as BaseBackend
 from storeprobe.backends.base import Landing
 from storeprobe.errors import StoreProbeWarning
@@ -295,7 +295,7 @@ class Measurement:
             if staging is not None:
                 staging.close()
         self._check_moved(run, workload)
-        return sample_of(run, _delta(backend.attempts_seen(), before))
+        return sample_of(run, between(before, backend.attempts_seen()))
 
     def _setup(
         self, backend: Backend, layout: Layout, workload: Workload, names: list[str]
@@ -391,7 +391,7 @@ class Measurement:
         finally:
             if staging is not None:
                 staging.close()
-        return sample_of(run, _delta(reader.attempts_seen(), before))
+        return sample_of(run, between(before, reader.attempts_seen()))
 
     def _wait(self, repeat: int | None) -> None:
         """Hold a measured repeat's window for the coordinator (None: a warm-up, not held)."""
@@ -488,8 +488,3 @@ def _held(layout: Layout, workload: Workload) -> int:
     if layout.staged:
         return 2 * layout.effective_streams * layout.part_size if layout.split else 0
     return workload.total_bytes
-
-
-def _delta(after: Attempts | None, before: Attempts | None) -> Attempts | None:
-    """What the client's retry machinery saw between two readings (None: not observable)."""
-    return None if after is None or before is None else after.since(before)

@@ -51,6 +51,7 @@ import numpy as np
 from attrs import frozen
 
 from storeprobe.backends import AsyncBackend, SyncBackend
+from storeprobe.backends.attempts import between
 from storeprobe.errors import ConfigurationError
 from storeprobe.execution import (
     bounded,
@@ -58,7 +59,6 @@ from storeprobe.execution import (
     execute,
     open_run,
 )
-from storeprobe.measurement import _delta
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import Plan, delete_plan, head_plan
 from storeprobe.render import OPS_UNIT, PER_OPERATION, median_ops_per_s, ops_per_s
@@ -269,7 +269,7 @@ class MetadataMeasurement:
             check_sizes(plan.requests, run.outcomes, self.size)
         else:
             self._check_listing(where, run)
-        return sample_of(run, _delta(backend.attempts_seen(), before))
+        return sample_of(run, between(before, backend.attempts_seen()))
 
     def _check_listing(self, where: str, run: Run) -> None:
         found = run.outcomes[0].size

@@ -46,8 +46,10 @@ def sample_of(run: Run, attempts: Attempts | None = None) -> Sample:
     )
 
 
-def combine(runs: Sequence[Run]) -> Sample:
-    """One sample for a step of several windows: their times added, their records kept."""
+def combine(runs: Sequence[Run], attempts: Attempts | None = None) -> Sample:
+    """One sample for a step of several windows: their times added, their records kept,
+    and what the client's retry machinery saw in them (``attempts``: the windows' counts
+    summed; None: not observable)."""
     if not runs:
         return Sample(nbytes=0, elapsed_ns=0, latencies_ns=np.zeros(0, np.int64))
     elapsed = 0
@@ -67,6 +69,9 @@ def combine(runs: Sequence[Run]) -> Sample:
         elapsed_ns=elapsed,
         latencies_ns=np.concatenate([t.end_ns - t.start_ns for t in every]),
         max_in_flight=max(t.max_in_flight * run.inner for t, run in zip(every, runs, strict=True)),
+        retries=None if attempts is None else attempts.retries,
+        responses=None if attempts is None else attempts.responses,
+        pushed_back=None if attempts is None else attempts.pushed_back,
         offsets_ns=np.concatenate(offsets),
         request_bytes=np.concatenate([t.nbytes for t in every]),
         workers=np.concatenate([t.worker for t in every]),

@@ -5,7 +5,8 @@ upstream connection per client connection, keep-alive preserved, ``100 Continue`
 passed through) and counts a request as in flight from the moment its request head
 has arrived until its response has been forwarded completely. Tests read
 ``max_in_flight`` and ``requests`` to prove how many requests a probe really keeps
-in flight, and ``signed_regions`` for the region each request was signed for. It runs
+in flight, and ``signed_regions`` for the region each request was signed for. It can
+also fail, hang or cut off the answer of the requests a test picks. It runs
 its own event loop in a thread.
 """
 
@@ -87,6 +88,9 @@ class CountingProxy:
         self.refuse_header: str | None = None
         #: called likewise; True makes the proxy swallow the request and never answer
         self.hang_when: Callable[[str, str, int], bool] | None = None
+        #: called likewise; True makes the proxy forward the answer's head and half its
+        #: body, then close the connection (an answer cut off, as a reset link cuts it)
+        self.cut_when: Callable[[str, str, int], bool] | None = None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.base_events.Server | None = None
@@ -200,6 +204,13 @@ class CountingProxy:
                     continue
                 break
             headers = _headers(response_head)
+            if self.cut_when is not None and self.cut_when(
+                method, path.decode("latin-1"), self.requests
+            ):
+                half = int(headers.get("content-length", "0")) // 2
+                client_w.write(await up_r.readexactly(half))
+                await client_w.drain()
+                raise ConnectionError("answer cut off")
             if method != "HEAD" and status not in (204, 304):
                 if "content-length" in headers or "chunked" in headers.get("transfer-encoding", ""):
                     await _pump_body(headers, up_r, client_w)

@@ -27,11 +27,12 @@ import attrs
 import obstore.exceptions
 import pytest
 
-from storeprobe import Probe, Result, Workload
+from storeprobe import Probe, Result, Tree, Workload
 from storeprobe.backends.obstore_retries import Retrier, RetryPolicy, retryable
 from storeprobe.notices import Code
 from storeprobe.request import Outcome
 from tests.conftest import gcs_options, s3_options
+from tests.http_proxy import CountingProxy
 from tests.servers import Server, azure_connection_string
 from tests.throttle_proxy import ThrottlingProxy
 
@@ -89,6 +90,28 @@ def test_what_is_retried() -> None:
     untrusted = "HTTP error: error sending request ... InvalidCertificate(UnknownIssuer)"
     assert not retryable(obstore.exceptions.GenericError(untrusted))
     assert not retryable(ValueError("503"))  # only obstore's errors
+    # transport errors by object_store's kind, read from the error's debug form: not
+    # sent or not answered, always; cut off or timed out, when sending again is harmless
+    for kind, always in (("Connect", True), ("Request", True), ("Interrupted", False)):
+        error = _transport(kind)
+        assert retryable(error)
+        assert retryable(error, idempotent=False) is always
+    assert retryable(_transport("Timeout"))
+    assert not retryable(_transport("Decode"))
+    assert not retryable(_transport("Unknown"))
+    assert not retryable(FileNotFoundError("Object at location k not found"))  # a 404
+
+
+def _transport(kind: str) -> Exception:
+    """An obstore error for a transport failure of ``kind``, as obstore words one (the
+    text of a GET whose answer a server cut off by a reset, kind Interrupted)."""
+    return obstore.exceptions.GenericError(
+        "Generic S3 error: HTTP error: request or response body error\n\nDebug source:\n"
+        'Generic {\n    store: "S3",\n    source: HttpError {\n'
+        f"        kind: {kind},\n        source: reqwest::Error {{\n"
+        "            kind: Body,\n            source: hyper::Error(Body, Os { code: 104, "
+        "kind: ConnectionReset }),\n        },\n    },\n}"
+    )
 
 
 class _Clock:
@@ -412,3 +435,59 @@ def test_which_failed_gcsfs_attempts_had_an_answer() -> None:
     assert _answer(ConnectionResetError()) == (False, None)
     assert _answer(TimeoutError()) == (False, None)
     assert isinstance(raised(502), requests.exceptions.ProxyError)
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("client", ["obstore", "s3fs"])
+def test_backup_steps_count_the_retries_of_their_windows(client: str, s3_server: Server) -> None:
+    # a backup step is the sum of many windows: each window's retries and pushbacks go on
+    # the step's sample, as a probe's window's do (a step once dropped them: None)
+    tree = Tree.source_tree(size="1MiB", seed=3)
+    proxy = ThrottlingProxy(s3_server.port, every=7, where=lambda method, _: method == "PUT")
+    proxy.start()
+    try:
+        probe = Probe.from_url(
+            "s3://bench/steps", s3_options(f"http://127.0.0.1:{proxy.port}"), client=client
+        )
+        backup, restore = probe.backup_restore(tree, versions=[tree], method="files")
+    finally:
+        proxy.stop()
+    assert backup.ok, backup.errors
+    assert restore.ok, restore.errors
+    pushed = len(proxy.pushed_back)
+    assert pushed >= 2, proxy.seen  # PUTs are the backup's only writes: all in its windows
+    (sample,) = backup.samples
+    assert sample.retries == sample.pushed_back == pushed
+    assert Code.RETRIED in {notice.code for notice in backup.warnings}
+    # each request answered once, and each pushed-back attempt once more
+    assert sample.responses == sum(backup.requests_by_kind.values()) + pushed
+    (read,) = restore.samples
+    assert (read.retries, read.pushed_back) == (0, 0)
+    assert read.responses == sum(restore.requests_by_kind.values())
+
+
+@pytest.mark.s3
+def test_an_answer_cut_off_is_retried_and_counted(counting_proxy: CountingProxy) -> None:
+    # object_store retries an idempotent request whose answer a reset or a close cut
+    # off (kind Interrupted); storeprobe's obstore stores retry nothing by themselves, so
+    # the Retrier does it, as obstore would have, and counts it
+    cut: list[str] = []
+
+    def cut_once(method: str, path: str, number: int) -> bool:
+        if method == "GET" and path.endswith("/r0-0000005") and not cut:
+            cut.append(path)
+            return True
+        return False
+
+    counting_proxy.cut_when = cut_once
+    options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
+    probe = Probe.from_url("s3://bench/cut", options, repeats=1)
+    assert probe.target.client == "obstore"
+    down = probe.download(Workload(count=12, size="64KiB"))
+    assert down.ok, down.errors
+    assert cut  # the proxy cut one answer off inside the window
+    (sample,) = down.samples
+    assert sample.retries == 1
+    assert sample.responses == 12 + 1  # the cut answer began: an answer, retried
+    assert sample.requests_by_kind == {"get": 12}
+    assert Code.RETRIED in {notice.code for notice in down.warnings}

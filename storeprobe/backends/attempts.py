@@ -13,9 +13,11 @@ difference (:meth:`Attempts.since`) goes on the window's
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from attrs import define, frozen
 
-__all__ = ["PUSHBACK_STATUSES", "Attempts", "Tally"]
+__all__ = ["PUSHBACK_STATUSES", "Attempts", "Tally", "between", "summed"]
 
 #: the statuses with which a server pushes back: 503 (S3's SlowDown, Azure's
 #: ServerBusy) and 429 (Too Many Requests: GCS, Azure, S3-compatible servers)
@@ -67,3 +69,23 @@ class Tally:
         return Attempts(
             retries=self.retries, responses=self.responses, pushed_back=self.pushed_back
         )
+
+
+def between(before: Attempts | None, after: Attempts | None) -> Attempts | None:
+    """What the client's retry machinery saw between the readings ``before`` and ``after``
+    (None: not observable, when either reading is)."""
+    return None if after is None or before is None else after.since(before)
+
+
+def summed(parts: Iterable[Attempts | None]) -> Attempts | None:
+    """The counts of several windows together (None: any of them not observable)."""
+    total = Attempts()
+    for part in parts:
+        if part is None:
+            return None
+        total = Attempts(
+            retries=total.retries + part.retries,
+            responses=total.responses + part.responses,
+            pushed_back=total.pushed_back + part.pushed_back,
+        )
+    return total

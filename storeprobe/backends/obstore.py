@@ -119,10 +119,16 @@ class ObstoreBackend(AsyncBackend):
         """The jobs of :meth:`job`, each retried by :attr:`retrier`."""
         bound = super().bind(phases, bodies, landings, clock)
         wrap = self.retrier.wrap
+        # a create-only PUT is the one request object_store does not count idempotent
+        once = Kind.PUT if self.conditional else None
         return attrs.evolve(
             bound,
             phases=tuple(
-                tuple(job._replace(call=wrap(job.call)) for job in phase) for phase in bound.phases
+                tuple(
+                    job._replace(call=wrap(job.call, idempotent=job.kind is not once))
+                    for job in phase
+                )
+                for phase in bound.phases
             ),
         )
 
@@ -165,7 +171,7 @@ class ObstoreBackend(AsyncBackend):
 
         store, key = self._store(path)
         try:
-            self.retrier.run(lambda: put(store, key, b"", mode="create"))
+            self.retrier.run(lambda: put(store, key, b"", mode="create"), idempotent=False)
         except Exception as exc:
             # obstore's errors carry no code or status (a GenericError): its message is
             # all there is to read (s3fs's refusal is read from codes instead)

@@ -12,19 +12,27 @@ attempt; object_store's backoff: 100 ms first, then a random delay between 100 m
 twice the previous, at most 15 s), and counts every retry, every answer and every
 pushback (503, 429) in a :class:`~storeprobe.backends.attempts.Tally`.
 
-Retried, as object_store retries them: answers with status 5xx or 429, and requests that
-failed before an answer (``error sending request``: a refused or dropped connection),
-except a TLS certificate the client did not trust, which no retry mends. obstore says
-which only in its error's text (one ``GenericError`` class for all of them), so the
+Retried, as object_store retries them (its ``RetryableRequest``): answers with status 5xx
+or 429; transport errors of kind ``Connect`` or ``Request`` (a refused or dropped
+connection, a request not sent: ``error sending request``), except a TLS certificate the
+client did not trust, which no retry mends; and, for an idempotent request (every one
+but a create-only PUT, ``mode="create"``), transport errors of kind ``Timeout`` or
+``Interrupted`` (a connection reset or closed in the middle of an answer: ``request or
+response body error``). obstore says which only in its error's text (one ``GenericError``
+class for all of them, its text ending with the error's debug form, ``HttpError { kind:
+Interrupted, ...``), so the kind and the
 status is read from that text (``non-2xx status code: 503``). Answers are each attempt
-that returned and each obstore error other than "error sending request" (a 404 or a 412
-is an error class of its own, with no status in its text: neither is a pushback). One
+that returned, each obstore error other than "error sending request" (a 412 is an error
+class of its own, with no status in its text: not a pushback), and a 404, which obstore
+raises as Python's ``FileNotFoundError`` (a backup's existence checks expect many). One
 call storeprobe makes is one attempt, so a multipart upload obstore splits by itself
 counts as one answer.
 
-One difference remains: a multipart upload obstore splits by itself
+Two differences remain: a multipart upload obstore splits by itself
 (``use_multipart=True``) fails whole when one part is refused, and is retried whole
-(every part sent again), where obstore would have retried that part alone.
+(every part sent again), where obstore would have retried that part alone; and a GET
+whose answer is cut off is sent again whole, where object_store asks for the bytes it
+has not received yet.
 """
 
 from __future__ import annotations
@@ -45,8 +53,17 @@ __all__ = ["Retrier", "RetryPolicy", "retryable"]
 
 _T = TypeVar("_T")
 _STATUS = re.compile(r"non-2xx status code: (\d{3})")
+#: the kind of a transport error in the error's debug form (object_store's HttpErrorKind)
+_KIND = re.compile(r"HttpError \{\s*kind: (\w+)")
+#: kinds retried whatever the request: it was not sent, or no answer began
+_RETRIED_KINDS = frozenset({"Connect", "Request"})
+#: kinds retried when sending the request again cannot change what it does
+_IDEMPOTENT_KINDS = frozenset({"Timeout", "Interrupted"})
 #: obstore's text for a request that failed before any answer
 _NO_ANSWER = "error sending request"
+#: an answer obstore raises as a class of Python's own: a 404 is ``FileNotFoundError``
+#: (of module ``builtins``, not ``obstore``)
+_ANSWERS = (FileNotFoundError,)
 #: a certificate not trusted (rustls's error names): retrying cannot help
 _TLS_MARKS = ("InvalidCertificate", "CERTIFICATE_VERIFY_FAILED")
 
@@ -68,16 +85,22 @@ def _status(exc: BaseException) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def retryable(exc: BaseException) -> bool:
-    """True for an obstore error object_store would retry: a 5xx or 429 answer, or no
-    answer at all (but not an untrusted certificate)."""
+def retryable(exc: BaseException, *, idempotent: bool = True) -> bool:
+    """True for an obstore error object_store would retry: a 5xx or 429 answer, a request
+    not sent or not answered (but not an untrusted certificate), or, when ``idempotent``,
+    one timed out or cut off in its answer (see the module)."""
     if type(exc).__module__.split(".", 1)[0] != "obstore":
         return False
     status = _status(exc)
     if status is not None:
         return status >= 500 or status == 429
     text = str(exc)
-    return _NO_ANSWER in text and not any(mark in text for mark in _TLS_MARKS)
+    if any(mark in text for mark in _TLS_MARKS):
+        return False
+    kind = _KIND.search(text)
+    if kind is None:
+        return _NO_ANSWER in text
+    return kind.group(1) in _RETRIED_KINDS or (idempotent and kind.group(1) in _IDEMPOTENT_KINDS)
 
 
 @define
@@ -101,21 +124,21 @@ class Retrier:
 
     def _answered(self, exc: BaseException | None) -> None:
         """Count the answer of one attempt (a return: ``exc`` is None), if it had one."""
-        if exc is None:
+        if exc is None or isinstance(exc, _ANSWERS):
             self.tally.answered()
         elif type(exc).__module__.split(".", 1)[0] == "obstore":
             status = _status(exc)
             if status is not None or _NO_ANSWER not in str(exc):
                 self.tally.answered(status)
 
-    def _delays(self) -> Callable[[float, BaseException], float | None]:
+    def _delays(self, idempotent: bool) -> Callable[[float, BaseException], float | None]:
         """A fresh backoff: called after each failure, the delay before the next
         attempt, or None when the failure is final."""
         policy = self.policy
         state = {"attempt": 0, "next": policy.initial_backoff_s}
 
         def next_delay(started: float, exc: BaseException) -> float | None:
-            if not retryable(exc) or state["attempt"] >= policy.max_retries:
+            if not retryable(exc, idempotent=idempotent) or state["attempt"] >= policy.max_retries:
                 return None
             if self.monotonic() - started >= policy.retry_timeout_s:
                 return None
@@ -129,11 +152,11 @@ class Retrier:
 
         return next_delay
 
-    def wrap(self, call: AsyncCall) -> AsyncCall:
-        """``call``, retried (each retry counted)."""
+    def wrap(self, call: AsyncCall, *, idempotent: bool = True) -> AsyncCall:
+        """``call``, retried (each retry counted); ``idempotent``: see :func:`retryable`."""
 
         async def retried() -> Outcome:
-            next_delay = self._delays()
+            next_delay = self._delays(idempotent)
             started = self.monotonic()
             while True:
                 try:
@@ -150,9 +173,9 @@ class Retrier:
 
         return retried
 
-    def run(self, call: Callable[[], _T]) -> _T:
+    def run(self, call: Callable[[], _T], *, idempotent: bool = True) -> _T:
         """``call()`` (an untimed request), retried likewise."""
-        next_delay = self._delays()
+        next_delay = self._delays(idempotent)
         started = self.monotonic()
         while True:
             try:

@@ -42,6 +42,7 @@ from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError
 from storeprobe.execution import bounded, cleanup_notice, open_run
 from storeprobe.notices import Code, Notice
+from storeprobe.repeats import retried_notice
 from storeprobe.restore import verify_restore
 from storeprobe.result import Result
 from storeprobe.sampling import combine, seconds_by_kind
@@ -105,7 +106,7 @@ class _Scenario:
     def run(self, step: _Plan, directory: Path) -> Result:
         version = self.versions[step.version]
         session = self.session
-        session.take_runs()
+        session.take_step()
         if session.progress is not None:
             session.progress.start(f"{step.kind} {step.number} ({self.method.name})")
         notices: tuple[Notice, ...] = ()
@@ -131,8 +132,9 @@ class _Scenario:
         return self._result(step, notices)
 
     def _result(self, step: _Plan, notices: tuple[Notice, ...]) -> Result:
-        runs = [run for run in self.session.take_runs() if run.timings.start_ns.size]
-        sample = combine(runs)
+        record = self.session.take_step()
+        runs = [run for run in record.runs if run.timings.start_ns.size]
+        sample = combine(runs, record.attempts)
         objects, space = self.session.usage()
         version = self.versions[step.version]
         before = (
@@ -140,6 +142,9 @@ class _Scenario:
             if step.kind == "backup"
             else (None if step.held is None else self.versions[step.held])
         )
+        retried = retried_notice([sample])
+        if retried is not None:
+            notices = (*notices, retried)
         sent = sample.bytes_sent if sample.bytes_sent else sample.nbytes
         dedup = None
         if step.kind == "backup":

@@ -34,9 +34,10 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 import attrs
-from attrs import define, field
+from attrs import define, field, frozen
 
 from storeprobe.backends import AsyncBackend, Landing, SyncBackend
+from storeprobe.backends.attempts import Attempts, between, summed
 from storeprobe.backup.objects import Blob, BlobPayloads, Read
 from storeprobe.execution import Leftover, bounded, delete_names, execute, remove_folders
 from storeprobe.jobs import EXISTENCE, release_parts, settling
@@ -46,7 +47,15 @@ from storeprobe.staging import Staging
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Run
 
-__all__ = ["STAGE_ABOVE", "WINDOW_BUDGET", "Leftover", "Session", "StepProgress", "windows"]
+__all__ = [
+    "STAGE_ABOVE",
+    "WINDOW_BUDGET",
+    "Leftover",
+    "Session",
+    "StepProgress",
+    "StepRecord",
+    "windows",
+]
 
 #: protocols whose caches the client evicts itself (or that have none to evict)
 _EVICTABLE = frozenset({"file", "local", "memory"})
@@ -76,6 +85,15 @@ def windows(sizes: Sequence[int], budget: int = WINDOW_BUDGET) -> list[range]:
     if start < len(sizes):
         runs.append(range(start, len(sizes)))
     return runs
+
+
+@frozen
+class StepRecord:
+    """The windows of one step and what the client's retry machinery saw in them."""
+
+    runs: tuple[Run, ...]
+    #: the windows' retries, answers and pushback summed (None: not observable)
+    attempts: Attempts | None
 
 
 class StepProgress(Protocol):
@@ -112,6 +130,8 @@ class Session:
     premade: frozenset[str] = frozenset()
     #: the windows of the step under way
     runs: list[Run] = field(factory=list)
+    #: what the client's retry machinery saw in each of them (None: not observable)
+    attempts: list[Attempts | None] = field(factory=list)
     #: every name written and not deleted since, in order
     written: dict[str, int] = field(factory=dict)
     #: folders made for writes on a file system, in the order made
@@ -126,10 +146,11 @@ class Session:
     progress: StepProgress | None = None
 
     # -- the step ----------------------------------------------------------------------
-    def take_runs(self) -> list[Run]:
+    def take_step(self) -> StepRecord:
         """The windows run since the last call (the step's), and start a new step."""
-        runs, self.runs = self.runs, []
-        return runs
+        record = StepRecord(runs=tuple(self.runs), attempts=summed(self.attempts))
+        self.runs, self.attempts = [], []
+        return record
 
     def _window(
         self,
@@ -163,6 +184,7 @@ class Session:
 
         try:
             bodies = [body(r) for r in plan.requests]
+            before = backend.attempts_seen()
             run = execute(
                 backend,
                 plan,
@@ -176,12 +198,14 @@ class Session:
         finally:
             for staging in stagings:
                 staging.close()
-        self._record(run)
+        self._record(run, between(before, backend.attempts_seen()))
         return run
 
-    def _record(self, run: Run) -> None:
-        """Keep the window's record; tell the progress it closed (after it, untimed)."""
+    def _record(self, run: Run, attempts: Attempts | None) -> None:
+        """Keep the window's record and what the client's retry machinery saw in it;
+        tell the progress it closed (after it, untimed)."""
         self.runs.append(run)
+        self.attempts.append(attempts)
         if self.progress is not None:
             self.progress.window(sum(o.sent + o.received for o in run.outcomes))
 
@@ -397,6 +421,8 @@ class Session:
             return
         # parts of an object larger than a window: staged, then sent as views of the file
         staging = Staging.of_payloads(BlobPayloads([blob]), 0, size)
+        backend = self.target.backend
+        before = backend.attempts_seen()
         try:
             bodies = [
                 None if r.body is None else self.target.backend.staged_body(staging, r.body)
@@ -414,7 +440,7 @@ class Session:
             del bodies
         finally:
             staging.close()
-        self._record(run)
+        self._record(run, between(before, backend.attempts_seen()))
 
     def copy(self, pairs: Sequence[tuple[str, str]]) -> None:
         """One server-side COPY per ``(source, key)``, ≤ ``streams`` at once (the folders
