@@ -291,11 +291,17 @@ def delete_plan(names: Sequence[str]) -> Plan:
 
 
 def bulk_delete_plan(names: Sequence[str], per_request: int) -> Plan:
-    """Delete ``names`` in requests of at most ``per_request`` names each (S3's
-    DeleteObjects), in order; never a recursive or listing delete."""
+    """Delete ``names`` in the fewest requests of at most ``per_request`` names each (S3's
+    DeleteObjects): ceil(n / ``per_request``) of them, in order, their sizes differing by
+    at most one (1001 names: 501 and 500, not 1000 and 1), all in one phase, so the
+    engine sends as many at once as its in-flight limit allows and the phase ends with
+    the largest. Never a recursive or listing delete."""
     if per_request < 1:
         raise ValueError(f"a bulk delete carries at least 1 name, not {per_request}")
-    batches = [tuple(names[at : at + per_request]) for at in range(0, len(names), per_request)]
+    requests = -(-len(names) // per_request)
+    size, longer = divmod(len(names), max(requests, 1))
+    bounds = [at * size + min(at, longer) for at in range(requests + 1)]
+    batches = [tuple(names[bounds[at] : bounds[at + 1]]) for at in range(requests)]
     return Plan(
         phases=(tuple(Request(kind=Kind.DELETE, key=batch[0], keys=batch) for batch in batches),)
     )

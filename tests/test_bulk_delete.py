@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from storeprobe import Probe, Workload
+from storeprobe.backends.attempts import Attempts, between
 from storeprobe.backends.bulk_delete import KeysNotDeletedError, refused_in
 from storeprobe.execution import Leftover, delete_names
 from storeprobe.planning import bulk_delete_plan
@@ -70,7 +71,8 @@ def test_n_names_go_in_ceil_n_over_1000_requests_and_names_already_gone_count_as
     mark = moto_log.log.mark()
     left = delete_names(target, written + gone, streams=4, clock=StepClock(), timeout=30.0)
     assert left == []
-    assert sorted(_deletes(moto_log, mark)) == [("POST", 3), ("POST", 1000), ("POST", 1000)]
+    # ceil(2003 / 1000) = 3 requests, as even as can be (the last not left with 3)
+    assert sorted(_deletes(moto_log, mark)) == [("POST", 667), ("POST", 668), ("POST", 668)]
     assert moto_log.objects("bench", f"ceil-{client}") == ()
 
 
@@ -97,12 +99,16 @@ def test_a_key_the_server_refuses_to_delete_comes_back_as_a_leftover_with_its_re
     locked = s3_bucket_dir.parent / names[2]
     subprocess.run(["chattr", "+i", str(locked)], check=True)
     immutable.append(locked)
+    target.backend.check_root(target.root)  # s3fs counts from its first call on
     counting_proxy.reset()
+    before = target.backend.attempts_seen()
     left = delete_names(target, names, streams=4, clock=StepClock(), timeout=10.0)
     # rclone answers the key it could not delete with code InternalError and no message
     reason = "KeyNotDeletedError: DeleteObjects answered InternalError"
     assert left == [Leftover(name=names[2], reason=reason)]
     assert counting_proxy.targets == [("POST", "/bench?delete")]  # one request, not four
+    # that request was answered, and is not retried: the refusal is the key's, not a 5xx
+    assert between(before, target.backend.attempts_seen()) == Attempts(responses=1)
     assert sorted(path.name for path in locked.parent.iterdir()) == ["2"]
 
 
@@ -135,6 +141,42 @@ def test_a_server_refusing_delete_objects_whole_gets_the_names_one_by_one(
         target.fs.rm(names)  # through the proxy, no longer refusing
 
 
+@CLIENTS
+def test_a_bulk_delete_pushed_back_is_retried_whole_and_counted(
+    counting_proxy: CountingProxy, s3_bucket_dir: Path, client: str
+) -> None:
+    # obstore's bulk deletes go through storeprobe's Retrier like every other request,
+    # s3fs's through botocore's retries: a DeleteObjects answered 503 is sent again, and
+    # the retry, the pushback and both answers are counted
+    options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
+    target = Target.from_url(f"s3://bench/retried-{client}", options, client=client)
+    names = [f"bench/retried-{client}/run/{index}" for index in range(5)]
+    for name in names:
+        target.fs.pipe_file(name, b"x")
+    target.backend.check_root(target.root)  # s3fs counts from its first call on
+    counting_proxy.reset()
+    before = target.backend.attempts_seen()
+    pushed: list[int] = []
+
+    def slow_down_once(method: str, path: str, number: int) -> int | None:
+        if path.endswith("?delete") and not pushed:
+            pushed.append(number)
+            return 503
+        return None
+
+    counting_proxy.fail_when = slow_down_once
+    try:
+        left = delete_names(target, names, streams=4, clock=StepClock(), timeout=30.0)
+    finally:
+        counting_proxy.fail_when = None
+    assert left == []
+    assert pushed  # the first DeleteObjects was pushed back
+    assert counting_proxy.targets == [("POST", "/bench?delete")] * 2  # sent again, whole
+    seen = between(before, target.backend.attempts_seen())
+    assert seen == Attempts(retries=1, responses=2, pushed_back=1)
+    assert not (s3_bucket_dir / f"retried-{client}").exists()
+
+
 def test_a_delete_result_names_each_key_not_deleted_and_drops_those_already_gone() -> None:
     text = (
         "Generic S3 error: ... Server returned error response: "
@@ -162,5 +204,8 @@ def test_a_bulk_delete_plan_carries_at_most_so_many_names_a_request() -> None:
     plan = bulk_delete_plan(names, 2)
     assert [request.keys for request in plan.requests] == [("b/0", "b/1"), ("b/2", "b/3"), ("b/4",)]
     assert all(r.kind is Kind.DELETE and r.key == r.keys[0] for r in plan.requests)
+    sizes = [len(r.keys) for r in bulk_delete_plan([str(i) for i in range(1001)], 1000).requests]
+    assert sizes == [501, 500]
+    assert len(bulk_delete_plan(names, 1000).phases) == 1  # all sent at once, up to streams
     with pytest.raises(ValueError, match="at least 1 name"):
         bulk_delete_plan(names, 0)
