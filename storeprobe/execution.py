@@ -229,10 +229,12 @@ def delete_names(
     remain, each with why.
 
     Where the backend deletes in bulk (``capabilities.deletes_per_request`` > 1: S3's
-    DeleteObjects, up to 1000 names a request), the names go in requests of that many;
-    a name the storage answers it did not delete is reported with its own error, and the
-    names of a request refused whole (a server without DeleteObjects, an answer that does
-    not say which keys failed) are deleted again one by one. Otherwise each name is
+    DeleteObjects, up to 1000 names a request), the names go in the fewest requests of
+    at most that many, their sizes even (:func:`~storeprobe.planning.bulk_delete_plan`),
+    ≤ ``streams`` of them at once; a name the storage answers it did not delete is
+    reported with its own error, and the names of a request refused whole (a server
+    without DeleteObjects, an answer that does not say which keys failed) are deleted
+    again one by one. Otherwise each name is
     deleted on its own. Never a recursive or listing delete; a name already gone counts
     as deleted. Once the storage is unreachable, the remaining names are not attempted:
     they are reported.
