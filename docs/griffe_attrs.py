@@ -150,7 +150,7 @@ def _init(pkg: griffe.Module, cls: griffe.Class) -> griffe.Function:
             )
         elif call is not None and is_field:  # a private helper making the field
             alias, kw_only = None, class_kw_only
-            # the helper's own `required=True` (storeprobe.result._array_field) says so
+            # the helper's own `required=True` (storeprobe.sample._array_field) says so
             has_default = str(_keyword(call, "required")) != "True"
         else:
             alias, kw_only, has_default = None, class_kw_only, value is not None

@@ -33,6 +33,11 @@ What is modelled and what is not:
 
 Amounts are :class:`~decimal.Decimal` in the sheet's currency, computed exactly (prices
 are parsed from TOML as decimals, never as binary floats).
+
+Why one module (~615 lines): a price sheet's schema, the checks that name each fix and
+the bill made from it change together (a new request class is a field, a check and a
+line of the bill), and the shipped sheets in ``storeprobe/prices/`` are read against
+this one page.
 """
 
 from __future__ import annotations

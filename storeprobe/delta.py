@@ -67,6 +67,11 @@ whole duplicity incremental volume 8 397, the signature 24 588 (its sigtar.gz 24
 
 The library is loaded on first use, not at import; where it is missing, every function
 raises :class:`~storeprobe.errors.MissingDependencyError` naming the package.
+
+Why one module (~760 lines, 70 of them this docstring): the ctypes binding (prototypes,
+the job loop ``_run``, its buffers and the library's lifetime) and the six operations
+built on it are one contract with librsync 2.3's ``librsync.h``, read side by side with
+it; apart, the binding's private types would become API.
 """
 
 from __future__ import annotations

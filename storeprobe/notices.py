@@ -21,11 +21,14 @@ Codes are listed, with what each means, on the docs page ``docs/concepts.md``.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from attrs import field, frozen
 
-__all__ = ["Code", "Notice"]
+from storeprobe.errors import ConfigurationError
+
+__all__ = ["Code", "Notice", "NoticeLike", "notices_of"]
 
 
 class Code(enum.StrEnum):
@@ -158,3 +161,33 @@ class Notice:
             option=data.get("option", ""),
             value=data.get("value", ""),
         )
+
+
+#: what a Result's ``errors`` and ``warnings`` accept: a Notice or its dict
+NoticeLike = Notice | Mapping[str, Any]
+
+
+def _notice(value: NoticeLike) -> Notice:
+    if isinstance(value, Notice):
+        return value
+    if isinstance(value, Mapping):
+        return Notice.from_dict(dict(value))
+    if isinstance(value, str):
+        raise ConfigurationError(
+            f"a warning or error is a Notice, not the text {value!r}: use "
+            "Notice(code=Code..., message=..., fix=...) (documents of schema 1 are "
+            "converted by load_results)"
+        )
+    raise ConfigurationError(
+        f"a warning or error is a Notice or its dict, not {type(value).__name__}"
+    )
+
+
+def notices_of(value: Iterable[NoticeLike]) -> tuple[Notice, ...]:
+    """Notices, or their dicts, as a tuple of Notices (the converter of a Result's
+    ``errors`` and ``warnings``); a text or a single notice is refused."""
+    if isinstance(value, str | Notice | Mapping):  # one notice, or a text, not a sequence
+        raise ConfigurationError(
+            "warnings and errors are sequences of notices: wrap a single one in a tuple"
+        )
+    return tuple(_notice(item) for item in value)

@@ -108,7 +108,9 @@ def choose(
     part_size: int | None = None,
     stage_above: int | None = None,
 ) -> Layout:
-    """The layout for ``operation`` of ``workload`` at ``streams`` on this client."""
+    """The layout for ``operation`` of ``workload`` at ``streams`` on this client: whole
+    objects (several, or one at one stream), one object the client cannot split (one
+    request, a ``cannot-split`` notice), or one object in parts or ranges."""
     caps = capabilities
     size = workload.largest
     too_big = caps.max_single_put is not None and size > caps.max_single_put
@@ -125,54 +127,102 @@ def choose(
     can_split = caps.splits_uploads if operation == "upload" else caps.reads_ranges
     sequential = stage and streams == 1 and not whole and can_split
     if workload.count > 1 or (streams == 1 and not too_big and not sequential):
-        effective = min(streams, workload.count)
-        notices: tuple[Notice, ...] = ()
-        if effective < streams:
-            notices = (
-                Notice(
-                    code=Code.FEW_REQUESTS,
-                    message=f"only {workload.count} objects: at most {effective} requests "
-                    "in flight",
-                    fix="use at least as many objects as streams",
-                ),
-            )
-        strategy = Strategy(shape=Shape.OBJECTS, in_flight=effective, client=client)
-        if whole:
-            strategy = Strategy(shape=Shape.ONE_REQUEST, staged=Staged.WHOLE, client=client)
-        return Layout(
-            split=False,
-            part_size=size,
-            effective_streams=effective,
-            staged=whole,
-            strategy=strategy,
-            notices=notices,
-            operation=operation,
-            capabilities=caps,
-        )
+        return _objects_layout(caps, client, operation, workload, streams, whole=whole)
     if not can_split and not too_big:
-        note = Notice(
-            code=Code.CANNOT_SPLIT,
-            message=f"the {client} backend cannot split one object's {operation}: it was "
-            f"sent as one request, so this {operation} is single-streamed whatever "
-            "'streams' says",
-            fix="compare it with single-stream figures only",
-        )
-        return Layout(
-            split=False,
-            part_size=size,
-            effective_streams=1,
-            staged=whole,
-            strategy=Strategy(
-                shape=Shape.ONE_REQUEST,
-                unsplit=True,
-                operation=operation,
-                staged=Staged.WHOLE if whole else None,
-                client=client,
+        return _unsplit_layout(caps, client, operation, size, whole=whole)
+    return _parts_layout(
+        caps,
+        client,
+        operation,
+        size,
+        streams,
+        part_size=part_size,
+        stage_above=stage_above,
+        sequential=sequential,
+    )
+
+
+def _objects_layout(
+    caps: Capabilities,
+    client: str,
+    operation: Operation,
+    workload: Workload,
+    streams: int,
+    *,
+    whole: bool,
+) -> Layout:
+    """Whole objects, at most ``streams`` at once (a ``few-requests`` notice when there are
+    fewer objects); one staged object ``whole`` is one request through its file."""
+    effective = min(streams, workload.count)
+    notices: tuple[Notice, ...] = ()
+    if effective < streams:
+        notices = (
+            Notice(
+                code=Code.FEW_REQUESTS,
+                message=f"only {workload.count} objects: at most {effective} requests in flight",
+                fix="use at least as many objects as streams",
             ),
-            notices=(note,),
-            operation=operation,
-            capabilities=caps,
         )
+    strategy = Strategy(shape=Shape.OBJECTS, in_flight=effective, client=client)
+    if whole:
+        strategy = Strategy(shape=Shape.ONE_REQUEST, staged=Staged.WHOLE, client=client)
+    return Layout(
+        split=False,
+        part_size=workload.largest,
+        effective_streams=effective,
+        staged=whole,
+        strategy=strategy,
+        notices=notices,
+        operation=operation,
+        capabilities=caps,
+    )
+
+
+def _unsplit_layout(
+    caps: Capabilities, client: str, operation: Operation, size: int, *, whole: bool
+) -> Layout:
+    """One object the client cannot split, sent as one request: single-streamed whatever
+    ``streams`` says, with a ``cannot-split`` notice."""
+    note = Notice(
+        code=Code.CANNOT_SPLIT,
+        message=f"the {client} backend cannot split one object's {operation}: it was "
+        f"sent as one request, so this {operation} is single-streamed whatever "
+        "'streams' says",
+        fix="compare it with single-stream figures only",
+    )
+    return Layout(
+        split=False,
+        part_size=size,
+        effective_streams=1,
+        staged=whole,
+        strategy=Strategy(
+            shape=Shape.ONE_REQUEST,
+            unsplit=True,
+            operation=operation,
+            staged=Staged.WHOLE if whole else None,
+            client=client,
+        ),
+        notices=(note,),
+        operation=operation,
+        capabilities=caps,
+    )
+
+
+def _parts_layout(
+    caps: Capabilities,
+    client: str,
+    operation: Operation,
+    size: int,
+    streams: int,
+    *,
+    part_size: int | None,
+    stage_above: int | None,
+    sequential: bool,
+) -> Layout:
+    """One object in parts (or ranges) of ``part_size`` (default: about a quarter of the
+    object per stream, whole MiB, at most ``SEQUENTIAL_PART`` at one stream, within the
+    client's minimum and ``MAX_PARTS``), at most ``streams`` at once; staged through a
+    file when it is at least ``stage_above``, one part in memory when ``sequential``."""
     if part_size is None:
         part_size = math.ceil(size / (4 * streams) / MiB) * MiB
         if streams == 1:  # one part in flight: keep it small
@@ -185,7 +235,7 @@ def choose(
         )
     parts = math.ceil(size / part_size)
     effective = min(streams, parts)
-    notices = ()  # none unless the object has fewer parts than streams
+    notices: tuple[Notice, ...] = ()  # none unless the object has fewer parts than streams
     if effective < streams:
         notices = (
             Notice(

@@ -46,6 +46,11 @@ Obscured values (rclone's ``pass`` fields) are revealed with rclone's own algori
 front, unpadded URL-safe base64), which needs the ``cryptography`` package (asyncssh,
 storeprobe[ssh], brings it). The remotes of an encrypted configuration file are refused
 (storeprobe has no way to ask for its password); its environment remotes still work.
+
+Why one module (~550 lines): reading rclone's configuration (its file,
+``RCLONE_CONFIG_*`` variables, obscured passwords) and turning each remote type into a
+named target are one mapping, read backend by backend against rclone's own
+documentation; the S3 providers' endpoints are data in :mod:`storeprobe.rclone_presets`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What happened: one probe's samples, figures derived from them, and their JSON form.
+"""What happened: one probe's Result, the figures derived from its samples, and its JSON form.
 
 Throughput of a sample is the payload bytes moved divided by its timed window (first
 request's start to last request's end), never a mean of per-request rates. The headline
@@ -10,33 +10,34 @@ Warnings and errors are :class:`~storeprobe.notices.Notice` values (a stable cod
 message, what to do, the repeat). Results are written as a versioned JSON document
 (:func:`dump_results`); :func:`load_results` reads this version and every earlier one.
 
-Why ~670 lines: a Sample, a Result (with the Fleet and Members of a distributed probe)
-and the document they are written to change together (a new field is a schema bump),
-so they stay on one page.
+One repeat's record, :class:`Sample`, is :mod:`storeprobe.sample`; the document's
+envelope, schema version and history, and the upgrade of older versions are
+:mod:`storeprobe.document`. Both are re-exported here. A Result stays on one page with
+the Fleet and Members of a distributed probe: a Member holds a Result and a Result its
+Fleet, so the three are one recursive value.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-import attrs
 import numpy as np
 from attrs import field, frozen
 
 from storeprobe import render
-from storeprobe._version import __version__
 from storeprobe.cost import Cost, PriceSheet, bill
+from storeprobe.document import READABLE_VERSIONS, SCHEMA_VERSION, read_records, write_document
 from storeprobe.environment import Environment
-from storeprobe.errors import ConfigurationError, ResultFormatError
-from storeprobe.notices import Code, Notice
+from storeprobe.errors import ResultFormatError
+from storeprobe.notices import Notice, NoticeLike, notices_of
+from storeprobe.sample import Sample
 from storeprobe.stats import Percentiles, Summary, percentiles, summarize
 from storeprobe.step import Step
 from storeprobe.strategy import Strategy
 from storeprobe.subject import PER_OPERATION, Subject, Unit
-from storeprobe.timeline import Timeline, timeline
+from storeprobe.timeline import Timeline
 from storeprobe.units import kib_per_s, mib_per_s, mibit_per_s
 from storeprobe.workload import Workload
 
@@ -53,34 +54,6 @@ __all__ = [
     "load_results",
 ]
 
-# Schema history (bump on any change to the document's shape):
-#   1 — 2026-11-30: first version: results with samples, errors, warnings, environment.
-#   2 — 2026-11-30: warnings and errors are objects {code, message, fix, repeat}; samples
-#       gain requests_by_kind, bytes_sent and bytes_received. Version 1 still loads: its
-#       texts become notices with code "unclassified", its samples get the defaults.
-#       Also in 2: environment gains cpu_model, memory_bytes, operating_system, endpoint,
-#       rtt_s, rtt_note; operations backup, restore, head, list, delete; results of a
-#       scenario step carry "step" (absent or null otherwise); results of a distributed
-#       probe carry "fleet" (absent or null otherwise), holding each worker's result;
-#       "target_name" (absent or null: the URL names the target) is the default local
-#       target's name across runs, file://$TMPDIR.
-#   3 — 2026-12-01: a workload may carry "sizes" (its distribution: kind and parameters,
-#       sizes in bytes), "total_bytes" (the sum of the sizes drawn from its seed) and
-#       "size_seed"; "size" is then the distribution's median. Absent: every object
-#       "size" bytes, as in versions 1 and 2, which still load unchanged. Samples carry "responses"
-#       and "pushed_back" (absent or null: not observable); "warmup_samples" (absent: none)
-#       holds the samples of the warm-up repeats (Settings.warmup), counted in no figure.
-#       "strategy" is an object (storeprobe.strategy.Strategy.to_dict: "shape", the
-#       fields that are set, and "text", derived and ignored when read); a strategy
-#       that is a string (every version-1 and -2 document) is parsed into that value
-#       where it is one of the probe's own texts, else kept whole as a "described" one
-#       holding the text, so it renders exactly as it was written.
-#: the version of the results document that dump_results writes (history above)
-SCHEMA_VERSION = 3
-#: every version load_results reads
-READABLE_VERSIONS = (1, 2, 3)
-_SCHEMA_NAME = "storeprobe.results"
-
 Operation = Literal["upload", "download", "backup", "restore", "head", "list", "delete"]
 #: the operations of the seed probes: a workload's upload and download
 Transfer = Literal["upload", "download"]
@@ -93,198 +66,6 @@ def _strategy(value: Strategy | str | dict[str, Any]) -> Strategy:
 
 def _samples(value: Iterable[Sample]) -> tuple[Sample, ...]:
     return tuple(value)
-
-
-NoticeLike = Notice | Mapping[str, Any]
-
-
-def _notice(value: NoticeLike) -> Notice:
-    if isinstance(value, Notice):
-        return value
-    if isinstance(value, Mapping):
-        return Notice.from_dict(dict(value))
-    if isinstance(value, str):
-        raise ConfigurationError(
-            f"a warning or error is a Notice, not the text {value!r}: use "
-            "Notice(code=Code..., message=..., fix=...) (documents of schema 1 are "
-            "converted by load_results)"
-        )
-    raise ConfigurationError(
-        f"a warning or error is a Notice or its dict, not {type(value).__name__}"
-    )
-
-
-def _notices(value: Iterable[NoticeLike]) -> tuple[Notice, ...]:
-    if isinstance(value, str | Notice | Mapping):  # one notice, or a text, not a sequence
-        raise ConfigurationError(
-            "warnings and errors are sequences of notices: wrap a single one in a tuple"
-        )
-    return tuple(_notice(item) for item in value)
-
-
-def _kinds(value: Mapping[str, int]) -> dict[str, int]:
-    kinds = dict(value)
-    for kind, count in kinds.items():
-        if not isinstance(kind, str) or isinstance(count, bool) or not isinstance(count, int):
-            raise ConfigurationError(
-                f"requests_by_kind maps a request kind (str) to a count (int), not "
-                f"{kind!r}: {count!r}"
-            )
-        if count < 0:
-            raise ConfigurationError(f"requests_by_kind[{kind!r}] is negative: {count}")
-    return kinds
-
-
-def _int_array(value: Any) -> np.ndarray:
-    return np.asarray(value, dtype=np.int64).reshape(-1)
-
-
-def _array_field(*, required: bool = False) -> Any:
-    """An int64 array field compared by value (empty by default unless ``required``)."""
-    compare = attrs.cmp_using(eq=np.array_equal)
-    if required:
-        return field(converter=_int_array, eq=compare, hash=False)
-    return field(
-        factory=lambda: np.zeros(0, np.int64), converter=_int_array, eq=compare, hash=False
-    )
-
-
-@frozen(kw_only=True)
-class Sample:
-    """One repeat: payload bytes moved, the timed window in ns, and per-request latencies."""
-
-    nbytes: int
-    elapsed_ns: int
-    latencies_ns: np.ndarray = _array_field(required=True)
-    max_in_flight: int = 0
-    #: failed attempts the client retried inside the window (None: not observable)
-    retries: int | None = None
-    #: HTTP answers the client received in the window, one per attempt (retried ones
-    #: included); None: not observable (see :mod:`storeprobe.backends.attempts`)
-    responses: int | None = None
-    #: of those answers, the ones that pushed back: status 503 or 429 (None: not observable)
-    pushed_back: int | None = None
-    #: start of each request, ns after the window opened (same order as latencies_ns)
-    offsets_ns: np.ndarray = _array_field()
-    #: payload bytes of each request
-    request_bytes: np.ndarray = _array_field()
-    #: the stream (worker) that made each request
-    workers: np.ndarray = _array_field()
-    #: time to first byte of each download request that could measure it, in ns
-    ttfb_ns: np.ndarray = _array_field()
-    #: CPU time (user + system) of the probe's process during the window, in ns
-    cpu_ns: int | None = None
-    #: requests made in the window, by kind: {"put": 256}, or for a multipart upload
-    #: {"create-multipart": 1, "put-part": 52, "complete-multipart": 1}
-    requests_by_kind: dict[str, int] = field(factory=dict, converter=_kinds, hash=False)
-    #: bytes sent to the storage in the window (payload as sent; 0: not recorded)
-    bytes_sent: int = 0
-    #: bytes received from the storage in the window (payload as read; 0: not recorded)
-    bytes_received: int = 0
-
-    @property
-    def seconds(self) -> float:
-        """The timed window in seconds."""
-        return self.elapsed_ns / 1e9
-
-    @property
-    def bytes_per_s(self) -> float:
-        """Payload bytes per second over the window (inf for a zero-length window)."""
-        return self.nbytes * 1e9 / self.elapsed_ns if self.elapsed_ns > 0 else float("inf")
-
-    @property
-    def requests(self) -> int:
-        """Number of requests timed in this repeat."""
-        return int(self.latencies_ns.size)
-
-    @property
-    def busy_fraction(self) -> float | None:
-        """Share of the window's answers the server pushed back (503, 429): 0.0 to 1.0;
-        None when not observable or nothing was answered."""
-        if self.responses is None or self.pushed_back is None or self.responses <= 0:
-            return None
-        return self.pushed_back / self.responses
-
-    @property
-    def cpu_fraction(self) -> float | None:
-        """CPU time of the probe's process ÷ window (1.0 = one core busy all along)."""
-        if self.cpu_ns is None or self.elapsed_ns <= 0:
-            return None
-        return self.cpu_ns / self.elapsed_ns
-
-    @property
-    def first_done_bytes_per_s(self) -> float:
-        """Throughput up to the moment the first stream finished its share, in B/s.
-
-        Bytes of the requests completed by then ÷ that moment. With one stream it
-        equals :attr:`bytes_per_s`. ``nan`` when per-request data is missing.
-        """
-        if self.workers.size == 0 or self.workers.size != self.latencies_ns.size:
-            return float("nan")
-        ends = self.offsets_ns + self.latencies_ns
-        finish = min(int(ends[self.workers == w].max()) for w in np.unique(self.workers))
-        done = int(self.request_bytes[ends <= finish].sum())
-        return done * 1e9 / finish if finish > 0 else float("inf")
-
-    @property
-    def last_done_bytes_per_s(self) -> float:
-        """Throughput when the last stream finished: the whole window, in B/s."""
-        return self.bytes_per_s
-
-    @property
-    def has_timeline(self) -> bool:
-        """True when the per-request records a :meth:`timeline` needs are all here."""
-        return (
-            self.latencies_ns.size > 0
-            and self.offsets_ns.size == self.latencies_ns.size == self.request_bytes.size
-        )
-
-    def timeline(self, slice_ns: int | None = None) -> Timeline:
-        """Payload bytes and rates per time slice of the window (computed, not stored).
-
-        From the per-request records (``offsets_ns``, ``latencies_ns``,
-        ``request_bytes``); ``slice_ns`` defaults to 1 s, or finer for windows under 20 s
-        (see :mod:`storeprobe.timeline` for the slice size and how bytes are shared).
-        Raises :class:`~storeprobe.errors.ConfigurationError` when the records are
-        missing (see :attr:`has_timeline`).
-        """
-        if not self.has_timeline:
-            raise ConfigurationError(
-                "this sample has no per-request records (offsets, latencies, bytes) to "
-                "draw a timeline from: re-run the probe with this storeprobe"
-            )
-        return timeline(
-            self.offsets_ns,
-            self.latencies_ns,
-            self.request_bytes,
-            window_ns=self.elapsed_ns,
-            slice_ns=slice_ns,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict; latencies as a list of int nanoseconds."""
-        return {
-            "nbytes": self.nbytes,
-            "elapsed_ns": self.elapsed_ns,
-            "latencies_ns": self.latencies_ns.tolist(),
-            "max_in_flight": self.max_in_flight,
-            "retries": self.retries,
-            "responses": self.responses,
-            "pushed_back": self.pushed_back,
-            "offsets_ns": self.offsets_ns.tolist(),
-            "request_bytes": self.request_bytes.tolist(),
-            "workers": self.workers.tolist(),
-            "ttfb_ns": self.ttfb_ns.tolist(),
-            "cpu_ns": self.cpu_ns,
-            "requests_by_kind": dict(self.requests_by_kind),
-            "bytes_sent": self.bytes_sent,
-            "bytes_received": self.bytes_received,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Sample:
-        """Inverse of :meth:`to_dict`."""
-        return cls(**data)
 
 
 @frozen(kw_only=True)
@@ -315,8 +96,8 @@ class Result:
     effective_streams: int
     strategy: Strategy = field(converter=_strategy)
     samples: tuple[Sample, ...] = field(converter=_samples)
-    errors: tuple[Notice, ...] = field(default=(), converter=_notices)
-    warnings: tuple[Notice, ...] = field(default=(), converter=_notices)
+    errors: tuple[Notice, ...] = field(default=(), converter=notices_of)
+    warnings: tuple[Notice, ...] = field(default=(), converter=notices_of)
     environment: Environment
     #: the scenario step this result is (None for a seed probe); for a step, ``workload``
     #: summarises the dataset version: its file count and mean file size
@@ -699,102 +480,15 @@ class Fleet:
 
 
 def dump_results(results: Iterable[Result]) -> str:
-    """A versioned JSON document holding ``results``."""
-    document = {
-        "schema": _SCHEMA_NAME,
-        "version": SCHEMA_VERSION,
-        "storeprobe": __version__,
-        "results": [result.to_dict() for result in results],
-    }
-    return json.dumps(document, indent=1, allow_nan=False)
-
-
-def _upgrade_v1(record: Any) -> Any:
-    """A schema-1 result record in schema-2 shape: texts become unclassified notices."""
-    if not isinstance(record, dict):
-        return record
-    upgraded = dict(record)
-    for key in ("errors", "warnings"):
-        texts = record.get(key)
-        if isinstance(texts, list):
-            upgraded[key] = [
-                {"code": Code.UNCLASSIFIED.value, "message": text}
-                if isinstance(text, str)
-                else text
-                for text in texts
-            ]
-    return upgraded
-
-
-def _read_file(path: Path) -> tuple[str, str]:
-    """A results file's text and its name for messages; a file that is not UTF-8 text
-    (an image, an archive) or a directory is refused as not a results document."""
-    origin = f"file {str(path)!r}"
-    if path.is_dir():
-        raise ResultFormatError(
-            f"not a storeprobe results document: {origin} is a directory: give the JSON "
-            "file written by 'storeprobe run --json FILE'"
-        )
-    try:
-        return path.read_text(encoding="utf-8"), origin
-    except UnicodeDecodeError:
-        raise ResultFormatError(
-            f"not a storeprobe results document: {origin} is not text (a results file is "
-            "JSON): give the file written by 'storeprobe run --json FILE'"
-        ) from None
-
-
-def _read(source: str | Path) -> tuple[str, str]:
-    """The document's text and where it came from (for messages)."""
-    if isinstance(source, Path):
-        return _read_file(source)
-    if not isinstance(source, str):
-        raise ResultFormatError(
-            f"load_results takes JSON text or a file's path, not {type(source).__name__}"
-        )
-    if source.lstrip().startswith(("{", "[")):
-        return source, "the JSON text given"
-    path = Path(source)
-    try:
-        is_file = path.is_file()
-    except (OSError, ValueError):  # a name too long, a NUL byte: not a path
-        is_file = False
-    if is_file:
-        return _read_file(path)
-    shown = source if len(source) <= 80 else source[:77] + "..."
-    raise ResultFormatError(
-        f"not a storeprobe results document: {shown!r} is neither JSON text (it does not "
-        "start with '{') nor the path of an existing file: check the file name"
-    )
+    """A versioned JSON document holding ``results`` (see :mod:`storeprobe.document`)."""
+    return write_document([result.to_dict() for result in results])
 
 
 def load_results(source: str | Path) -> list[Result]:
     """Parse a document written by :func:`dump_results`; unknown versions are refused.
 
     ``source`` is the document's JSON text, or the path (``str`` or ``Path``) of a file
-    holding it. Versions 1 and 2 are read (see the schema history above).
+    holding it. Every version in :data:`READABLE_VERSIONS` is read (see the schema
+    history in :mod:`storeprobe.document`).
     """
-    text, origin = _read(source)
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ResultFormatError(
-            f"not a storeprobe results document (bad JSON in {origin}: {exc})"
-        ) from None
-    if not isinstance(document, dict) or document.get("schema") != _SCHEMA_NAME:
-        raise ResultFormatError(
-            f"not a storeprobe results document (no 'schema' field in {origin})"
-        )
-    version = document.get("version")
-    if version not in READABLE_VERSIONS or isinstance(version, bool):
-        raise ResultFormatError(
-            f"results schema version {version!r} in {origin} is not supported by this "
-            f"storeprobe (it reads versions {', '.join(map(str, READABLE_VERSIONS))}): "
-            "upgrade storeprobe or re-run the probe"
-        )
-    records = document.get("results")
-    if not isinstance(records, list):
-        raise ResultFormatError(f"results document in {origin} has no 'results' list")
-    if version == 1:
-        records = [_upgrade_v1(record) for record in records]
-    return [Result.from_dict(record) for record in records]
+    return [Result.from_dict(record) for record in read_records(source)]

@@ -17,6 +17,11 @@
 This module computes from numbers and numpy arrays only: it never imports
 :mod:`storeprobe.result` (a Result is accepted by :func:`compare` through its
 ``samples``, by duck typing).
+
+Why one module (~600 lines): every statistic a figure or a notice uses is computed here
+and nowhere else (summaries, percentiles, the comparison of two probes, the comparison
+of runs with its Student-t interval, the stability rules), on arrays only, under the one
+contract that it never imports a Result.
 """
 
 from __future__ import annotations
@@ -531,72 +536,95 @@ def stability_notices(
             f"(got {rates.size}, {elapsed.size} and {cpu.size}): pass arrays of equal length, "
             "nan for an unknown CPU fraction"
         )
-    found: list[Notice] = []
     if rates.size == 0:
-        return found
-    if rates.size >= 2:
-        summary = summarize(rates)
-        if summary.cv > HIGH_VARIATION:
-            more = summary.n < ADVISED_REPEATS  # never advise what the run already did
-            found.append(
-                Notice(
-                    code=Code.HIGH_VARIATION,
-                    message=f"throughput varies by {summary.cv:.0%} (coefficient of "
-                    f"variation) over {summary.n} repeats",
-                    fix=f"run more repeats (repeats={ADVISED_REPEATS}) and compare medians"
-                    if more
-                    else "the spread is real at this many repeats: compare medians, and look "
-                    "for what else loads the machine, the network or the storage",
-                    option="repeats" if more else "",
-                    value=str(ADVISED_REPEATS) if more else "",
-                )
-            )
-    if elapsed.size >= 3 and warmup == 0:  # after a warm-up, its advice was followed
-        first = float(elapsed[0])
-        rest = float(np.median(elapsed[1:]))
-        if first > WARM_UP_FACTOR * rest:
-            found.append(
-                Notice(
-                    code=Code.WARM_UP,
-                    message=f"the first repeat took {first / rest:.1f}× the median of the "
-                    "others: connections or caches were cold",
-                    fix="discard it or add a warm-up repeat (warmup=1)",
-                    repeat=1,
-                    option="warmup",
-                    value="1",
-                )
-            )
+        return []
     resolution = clock_resolution_s or time.get_clock_info("perf_counter").resolution
+    found = (
+        _high_variation(rates),
+        _warm_up(elapsed, warmup),
+        _window_too_short(elapsed, resolution),
+        _client_bound(cpu, remote),
+        _cache_suspected(rates, operation, remote),
+    )
+    return [notice for notice in found if notice is not None]
+
+
+def _high_variation(rates: np.ndarray) -> Notice | None:
+    """``HIGH_VARIATION``: over ≥ 2 repeats, a coefficient of variation above 10 %."""
+    if rates.size < 2:
+        return None
+    summary = summarize(rates)
+    if not summary.cv > HIGH_VARIATION:  # nan (a zero mean) is no variation either
+        return None
+    more = summary.n < ADVISED_REPEATS  # never advise what the run already did
+    return Notice(
+        code=Code.HIGH_VARIATION,
+        message=f"throughput varies by {summary.cv:.0%} (coefficient of "
+        f"variation) over {summary.n} repeats",
+        fix=f"run more repeats (repeats={ADVISED_REPEATS}) and compare medians"
+        if more
+        else "the spread is real at this many repeats: compare medians, and look "
+        "for what else loads the machine, the network or the storage",
+        option="repeats" if more else "",
+        value=str(ADVISED_REPEATS) if more else "",
+    )
+
+
+def _warm_up(elapsed: np.ndarray, warmup: int) -> Notice | None:
+    """``WARM_UP``: ≥ 3 repeats, none to warm up, the first > 1.5 × the others' median."""
+    if elapsed.size < 3 or warmup != 0:  # after a warm-up, its advice was followed
+        return None
+    first = float(elapsed[0])
+    rest = float(np.median(elapsed[1:]))
+    if not first > WARM_UP_FACTOR * rest:
+        return None
+    return Notice(
+        code=Code.WARM_UP,
+        message=f"the first repeat took {first / rest:.1f}× the median of the "
+        "others: connections or caches were cold",
+        fix="discard it or add a warm-up repeat (warmup=1)",
+        repeat=1,
+        option="warmup",
+        value="1",
+    )
+
+
+def _window_too_short(elapsed: np.ndarray, resolution: float) -> Notice | None:
+    """``WINDOW_TOO_SHORT``: the shortest window under 10 000 ticks of the clock, or 1 ms."""
     shortest = float(elapsed.min()) / 1e9
-    if shortest < max(MIN_TICKS * resolution, 1e-3):
-        found.append(
-            Notice(
-                code=Code.WINDOW_TOO_SHORT,
-                message=f"{shortest * 1e3:.3f} ms is too short to time reliably",
-                fix="use a larger workload",
-                repeat=int(np.argmin(elapsed)) + 1 if elapsed.size > 1 else None,
-            )
-        )
+    if not shortest < max(MIN_TICKS * resolution, 1e-3):
+        return None
+    return Notice(
+        code=Code.WINDOW_TOO_SHORT,
+        message=f"{shortest * 1e3:.3f} ms is too short to time reliably",
+        fix="use a larger workload",
+        repeat=int(np.argmin(elapsed)) + 1 if elapsed.size > 1 else None,
+    )
+
+
+def _client_bound(cpu: np.ndarray, remote: bool) -> Notice | None:
+    """``CLIENT_BOUND``: every known CPU fraction at least 90 % of one core."""
     known = cpu[~np.isnan(cpu)]
-    if known.size and float(known.min()) >= CLIENT_BOUND_FRACTION:
-        found.append(
-            Notice(
-                code=Code.CLIENT_BOUND,
-                message=f"storeprobe's process was busy {float(known.min()):.0%} of the "
-                "window on the CPU: the client, not the storage, limited this figure",
-                fix="try more streams, a faster client (e.g. obstore) or a less loaded machine"
-                if remote
-                else "try more streams or a less loaded machine",
-            )
-        )
-    if operation == "download" and remote and float(rates.max()) > IMPOSSIBLE_NETWORK_RATE:
-        found.append(
-            Notice(
-                code=Code.CACHE_SUSPECTED,
-                message="this download ran faster than a 100 Gbit/s network could carry it: "
-                "something between the probe and the storage served it from memory",
-                fix="probe another prefix or bypass the cache (a proxy, a CDN, a gateway)",
-                repeat=int(np.argmax(rates)) + 1 if rates.size > 1 else None,
-            )
-        )
-    return found
+    if not (known.size and float(known.min()) >= CLIENT_BOUND_FRACTION):
+        return None
+    return Notice(
+        code=Code.CLIENT_BOUND,
+        message=f"storeprobe's process was busy {float(known.min()):.0%} of the "
+        "window on the CPU: the client, not the storage, limited this figure",
+        fix="try more streams, a faster client (e.g. obstore) or a less loaded machine"
+        if remote
+        else "try more streams or a less loaded machine",
+    )
+
+
+def _cache_suspected(rates: np.ndarray, operation: str, remote: bool) -> Notice | None:
+    """``CACHE_SUSPECTED``: a remote download faster than a 100 Gbit/s network."""
+    if not (operation == "download" and remote and float(rates.max()) > IMPOSSIBLE_NETWORK_RATE):
+        return None
+    return Notice(
+        code=Code.CACHE_SUSPECTED,
+        message="this download ran faster than a 100 Gbit/s network could carry it: "
+        "something between the probe and the storage served it from memory",
+        fix="probe another prefix or bypass the cache (a proxy, a CDN, a gateway)",
+        repeat=int(np.argmax(rates)) + 1 if rates.size > 1 else None,
+    )

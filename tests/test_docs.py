@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 import storeprobe
-from storeprobe.cli import _parser
+from storeprobe.cli_parser import build_parser
 
 ROOT = Path(__file__).parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -259,7 +259,7 @@ CLI_PAGE = ROOT / "docs" / "cli.md"
 
 
 def _subcommands() -> dict[str, argparse.ArgumentParser]:
-    parser = _parser()
+    parser = build_parser()
     (commands,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return dict(commands.choices)
 
@@ -418,7 +418,7 @@ def test_docs_show_storeprobe_commands() -> None:
 def test_doc_command_parses(where: str, argv: list[str]) -> None:
     """A command the docs show is one the CLI accepts: its subcommand and options exist
     (parsed, not run; argparse exits 2 naming an unknown option)."""
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     assert args.command == argv[0]
 
 

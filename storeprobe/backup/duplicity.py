@@ -67,6 +67,11 @@ Memory: a backup holds the deltas of one volume at a time (each volume is writte
 soon as it is full, as duplicity does) and the librsync signature of every file of the
 last version (about 12 bytes per 512 to 2 048 bytes of a file: the archive dir's copy);
 a restore holds one volume's bytes (up to ``volume_size``) and one file's delta.
+
+Why one module (~630 lines, 70 of them the rules above): a backup method is one module
+(``docs/architecture.md``), one tool's request pattern read top to bottom against
+duplicity's code cited here; its helpers (tar volumes, signatures, manifests) serve
+duplicity alone.
 """
 
 from __future__ import annotations

@@ -60,6 +60,11 @@ file, the metadata file answers the rest), its hashing of the source and reads o
 source disk, the mkdir and rmdir of ``rdiff-backup.tmp.0`` (made once, like every
 folder); the delta the source sends the mirror side (a local or ssh pipe, not the
 storage).
+
+Why one module (~630 lines, 60 of them the rules above): a backup method is one module
+(``docs/architecture.md``), one tool's request pattern read top to bottom against
+rdiff-backup's code cited here; its helpers (increments, metadata records, statistics
+files) serve rdiff-backup alone.
 """
 
 from __future__ import annotations
