@@ -8,7 +8,8 @@ A failed plan is aborted (a half-done multipart upload, an open file) before the
 goes on. Progress, when asked, is pumped from another thread (:mod:`storeprobe.progress`).
 
 :func:`open_run` prepares a run (environment, a fresh prefix, the root checked);
-:func:`delete_names` deletes what a run wrote, one name at a time, tolerating failures;
+:func:`delete_names` deletes what a run wrote (in bulk where the client can), tolerating
+failures;
 :func:`clear_prefix` then lists the run prefix and deletes what is still listed under it;
 :func:`remove_folders` removes the run's (empty) folders; what remains is a typed
 :class:`Leftover`, named in one ``cleanup-incomplete`` warning (:func:`cleanup_notice`);
@@ -32,11 +33,12 @@ from fsspec.callbacks import Callback
 
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backends.base import Landing
+from storeprobe.backends.bulk_delete import KeysNotDeletedError
 from storeprobe.environment import Environment
 from storeprobe.errors import TargetUnreachableError
 from storeprobe.jobs import Wrapper, positioned, tolerating
 from storeprobe.notices import Code, Notice
-from storeprobe.planning import Plan, delete_plan
+from storeprobe.planning import Plan, bulk_delete_plan, delete_plan
 from storeprobe.progress import Pump
 from storeprobe.request import Body
 from storeprobe.target import Target
@@ -223,18 +225,109 @@ def bounded(call: Callable[[], object], timeout: float | None) -> None:
 def delete_names(
     target: Target, names: Sequence[str], *, streams: int, clock: Clock, timeout: float | None
 ) -> list[Leftover]:
-    """Delete ``names`` (untimed, ≤ ``streams`` at once); return those that remain, each
-    with why.
+    """Delete ``names`` (untimed, ≤ ``streams`` requests at once); return those that
+    remain, each with why.
 
-    Each name is deleted on its own (never a recursive or listing delete); a name already
-    gone counts as deleted. Once the storage is unreachable, the remaining names are not
-    attempted: they are reported.
+    Where the backend deletes in bulk (``capabilities.deletes_per_request`` > 1: S3's
+    DeleteObjects, up to 1000 names a request), the names go in the fewest requests of
+    at most that many, their sizes even (:func:`~storeprobe.planning.bulk_delete_plan`),
+    ≤ ``streams`` of them at once; a name the storage answers it did not delete is
+    reported with its own error, and the names of a request refused whole (a server
+    without DeleteObjects, an answer that does not say which keys failed) are deleted
+    again one by one. Otherwise each name is
+    deleted on its own. Never a recursive or listing delete; a name already gone counts
+    as deleted. Once the storage is unreachable, the remaining names are not attempted:
+    they are reported.
     """
     if not names:
         return []
-    backend = target.backend
     failed: list[Leftover] = []
     unreachable: list[str] = []
+    singly = list(names)
+    per_request = target.backend.capabilities.deletes_per_request
+    if per_request > 1 and len(names) > 1:
+        try:
+            singly = _delete_in_bulk(
+                target, names, per_request, failed, unreachable, streams, clock, timeout
+            )
+        except Exception as exc:
+            return [Leftover(name=name, reason=target.describe_error(exc)) for name in names]
+    if singly:
+        try:
+            _delete_singly(target, singly, failed, unreachable, streams, clock, timeout)
+        except Exception as exc:
+            failed += [Leftover(name=name, reason=target.describe_error(exc)) for name in singly]
+    target.backend.fs.invalidate_cache()
+    order = {name: at for at, name in enumerate(names)}
+    return sorted(failed, key=lambda left: order.get(left.name, len(order)))
+
+
+def _note_unreachable(target: Target, exc: BaseException, unreachable: list[str]) -> bool:
+    """True (and ``exc`` noted) when ``exc`` says the storage is out of reach."""
+    error = target.translate(exc, "deleting")
+    if isinstance(error, TargetUnreachableError) or isinstance(exc, TimeoutError):
+        unreachable.append(target.describe_error(exc))
+        return True
+    return False
+
+
+def _delete_in_bulk(
+    target: Target,
+    names: Sequence[str],
+    per_request: int,
+    failed: list[Leftover],
+    unreachable: list[str],
+    streams: int,
+    clock: Clock,
+    timeout: float | None,
+) -> list[str]:
+    """Bulk deletes of ``names`` (see :func:`delete_names`); return the names of the
+    requests refused whole, to be deleted one by one."""
+    plan = bulk_delete_plan(names, per_request)
+    batches = [request.keys for request in plan.requests]
+    refused: list[str] = []
+
+    def tolerate(position: int, exc: BaseException | None) -> bool:
+        """True when the job should go on; records ``exc``."""
+        batch = batches[position]
+        if exc is None:
+            if unreachable:
+                reason = f"not attempted: {unreachable[0]}"
+                failed.extend(Leftover(name=name, reason=reason) for name in batch)
+                return False
+            return True
+        if isinstance(exc, KeysNotDeletedError):
+            failed.extend(
+                Leftover(name=name, reason=target.describe_error(why)) for name, why in exc.failures
+            )
+        elif _note_unreachable(target, exc, unreachable):
+            reason = target.describe_error(exc)
+            failed.extend(Leftover(name=name, reason=reason) for name in batch)
+        else:
+            refused.extend(batch)
+        return True
+
+    execute(
+        target.backend,
+        plan,
+        streams=streams,
+        clock=clock,
+        timeout=None,
+        wrap=tolerating(tolerate, timeout),
+    )
+    return refused
+
+
+def _delete_singly(
+    target: Target,
+    names: Sequence[str],
+    failed: list[Leftover],
+    unreachable: list[str],
+    streams: int,
+    clock: Clock,
+    timeout: float | None,
+) -> None:
+    """One delete request per name (see :func:`delete_names`)."""
 
     def tolerate(position: int, exc: BaseException | None) -> bool:
         """True when the job should go on; records ``exc``."""
@@ -246,25 +339,18 @@ def delete_names(
             return True
         if isinstance(exc, FileNotFoundError):
             return True
-        error = target.translate(exc, "deleting")
-        if isinstance(error, TargetUnreachableError) or isinstance(exc, TimeoutError):
-            unreachable.append(target.describe_error(exc))
+        _note_unreachable(target, exc, unreachable)
         failed.append(Leftover(name=name, reason=target.describe_error(exc)))
         return True
 
-    try:
-        execute(
-            backend,
-            delete_plan(names),
-            streams=streams,
-            clock=clock,
-            timeout=None,
-            wrap=tolerating(tolerate, timeout),
-        )
-    except Exception as exc:
-        return [Leftover(name=name, reason=target.describe_error(exc)) for name in names]
-    backend.fs.invalidate_cache()
-    return failed
+    execute(
+        target.backend,
+        delete_plan(names),
+        streams=streams,
+        clock=clock,
+        timeout=None,
+        wrap=tolerating(tolerate, timeout),
+    )
 
 
 def clear_prefix(

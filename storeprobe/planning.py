@@ -34,6 +34,7 @@ __all__ = [
     "SEQUENTIAL_PART",
     "Layout",
     "Plan",
+    "bulk_delete_plan",
     "choose",
     "delete_plan",
     "download_plan",
@@ -337,3 +338,20 @@ def head_plan(names: Sequence[str]) -> Plan:
 def delete_plan(names: Sequence[str]) -> Plan:
     """Delete each name on its own (never a recursive or listing delete)."""
     return Plan(phases=(tuple(Request(kind=Kind.DELETE, key=name) for name in names),))
+
+
+def bulk_delete_plan(names: Sequence[str], per_request: int) -> Plan:
+    """Delete ``names`` in the fewest requests of at most ``per_request`` names each (S3's
+    DeleteObjects): ceil(n / ``per_request``) of them, in order, their sizes differing by
+    at most one (1001 names: 501 and 500, not 1000 and 1), all in one phase, so the
+    engine sends as many at once as its in-flight limit allows and the phase ends with
+    the largest. Never a recursive or listing delete."""
+    if per_request < 1:
+        raise ValueError(f"a bulk delete carries at least 1 name, not {per_request}")
+    requests = -(-len(names) // per_request)
+    size, longer = divmod(len(names), max(requests, 1))
+    bounds = [at * size + min(at, longer) for at in range(requests + 1)]
+    batches = [tuple(names[bounds[at] : bounds[at + 1]]) for at in range(requests)]
+    return Plan(
+        phases=(tuple(Request(kind=Kind.DELETE, key=batch[0], keys=batch) for batch in batches),)
+    )

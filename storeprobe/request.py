@@ -143,6 +143,9 @@ class Request:
     one_level: bool = False
     #: the existing name a copy, link or rename starts from (a full key, like ``key``)
     source: str | None = None
+    #: a DELETE of all these names in one request (S3's DeleteObjects); ``key`` is the
+    #: first. Empty: ``key`` alone
+    keys: tuple[str, ...] = ()
 
     @property
     def expected(self) -> int | None:

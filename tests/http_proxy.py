@@ -78,6 +78,8 @@ class CountingProxy:
         self.max_in_flight = 0
         self.requests = 0
         self.methods: list[str] = []
+        #: the method and path (with its query) of each request, in order
+        self.targets: list[tuple[str, str]] = []
         #: the region of each signed request (SigV4's credential scope), in order
         self.signed_regions: list[str] = []
         #: called with (method, path, request number); a status code makes the proxy
@@ -108,6 +110,7 @@ class CountingProxy:
         self.max_in_flight = self.in_flight
         self.requests = 0
         self.methods = []
+        self.targets = []
         self.signed_regions = []
 
     def stop(self) -> None:
@@ -156,6 +159,7 @@ class CountingProxy:
         self.in_flight += 1
         self.requests += 1
         self.methods.append(method)
+        self.targets.append((method, path.decode("latin-1")))
         scope = _headers(head).get("authorization", "").partition("Credential=")[2].split("/")
         if len(scope) > 2:  # KEY/DATE/REGION/SERVICE/aws4_request
             self.signed_regions.append(scope[2])

@@ -362,9 +362,12 @@ def test_s3_cleanup_runs_at_prep_streams_and_the_steps_at_streams(
     before = tree(s3_bucket_dir)
     probe = Probe.from_url("s3://bench/backup-prep", options, client=client, prep_streams=8)
     arrivals: list[tuple[bool, int]] = []  # (a delete?, requests in flight on its arrival)
+    bulk: list[str] = []  # the DeleteObjects requests (POST ?delete)
 
     def record(method: str, path: str, number: int) -> None:
         arrivals.append((method == "DELETE" or path.endswith("?delete"), counting_proxy.in_flight))
+        if method == "POST" and path.endswith("?delete"):
+            bulk.append(path)
 
     counting_proxy.reset()
     counting_proxy.fail_when = record
@@ -376,9 +379,12 @@ def test_s3_cleanup_runs_at_prep_streams_and_the_steps_at_streams(
     assert all(r.samples[0].max_in_flight <= 1 for r in results)
     # every listing, check, write and read (the steps' windows, at streams=1) arrived
     # with nothing else in flight on the server side; the closing deletes of the files
-    # written ran several at a time, at most prep_streams
+    # written, at most prep_streams at a time, are DeleteObjects requests (≤ 1000 names
+    # each), not one DELETE per file
     assert max(count for delete, count in arrivals if not delete) == 1
-    assert 1 < max(count for delete, count in arrivals if delete) <= 8
+    assert max(count for delete, count in arrivals if delete) <= 8
+    assert bulk
+    assert sum(1 for delete, _ in arrivals if delete) < len(TREE.files)  # was one per file
     assert tree(s3_bucket_dir) == before
 
 

@@ -12,11 +12,13 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import fsspec
 import pytest
 from fsspec.callbacks import Callback
 
 from storeprobe import Workload
+from storeprobe.backends.obstore import ObstoreBackend
 from storeprobe.errors import TargetNotFoundError
 from storeprobe.execution import (
     HOLD,
@@ -240,15 +242,33 @@ def test_delete_names_reports_each_name_it_could_not_delete_with_why(disk: Targe
     assert not Path(deleted).exists()  # the failure did not stop the rest
 
 
+class _Batches(ObstoreBackend):
+    """obstore on S3 with bulk deletes of at most 2 names a request."""
+
+    capabilities = attrs.evolve(ObstoreBackend.capabilities, deletes_per_request=2)
+
+
+class _OneByOne(ObstoreBackend):
+    """obstore on S3 deleting one name a request (as on GCS, Azure, a disk)."""
+
+    capabilities = attrs.evolve(ObstoreBackend.capabilities, deletes_per_request=1)
+
+
+@pytest.mark.parametrize(("backend", "per_request"), [(_OneByOne, 1), (_Batches, 2), (None, 1000)])
 def test_once_the_storage_is_unreachable_the_other_names_are_not_attempted(
-    nobody: Target,
+    nobody: Target, backend: type[ObstoreBackend] | None, per_request: int
 ) -> None:
+    if backend is not None:
+        nobody = Target(nobody.fs, nobody.root, backend=backend(nobody.fs))
+    assert nobody.backend.capabilities.deletes_per_request == per_request
     names = [f"{nobody.root}/run/{index}" for index in range(4)]
     left = delete_names(nobody, names, streams=1, clock=StepClock(), timeout=5.0)
     assert [entry.name for entry in left] == names  # every name reported, in order
     first = left[0].reason
     assert "error sending request" in first
-    assert [entry.reason for entry in left[1:]] == [f"not attempted: {first}"] * 3
+    # the names of the first request carry its error; those of the others were not sent
+    expected = [first if at < per_request else f"not attempted: {first}" for at in range(4)]
+    assert [entry.reason for entry in left] == expected
 
 
 def test_delete_names_of_nothing_deletes_nothing(disk: Target) -> None:

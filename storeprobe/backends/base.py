@@ -156,6 +156,9 @@ class Capabilities:
     #: a whole-object read can land in a :class:`~storeprobe.staging.Staging` file, written
     #: as the bytes arrive, so a whole-object download is never held in memory
     lands_in_file: bool = False
+    #: most names one delete request can carry (S3's DeleteObjects: 1000); 1: one
+    #: request per name. A bulk delete is a DELETE whose ``Request.keys`` are its names
+    deletes_per_request: int = 1
 
 
 @frozen(kw_only=True)
@@ -266,7 +269,7 @@ class _Hooks(Backend, Generic[_J]):
     def job(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> _J:
         """The job for ``request``, made by the hook :data:`HOOKS` names for its kind."""
         name = HOOKS.get(request.kind)
-        if name is None:
+        if name is None or len(request.keys) > self.capabilities.deletes_per_request:
             self._refuse(request)
         hook: Callable[[Request, Body | None, Landing, Clock], _J] = getattr(self, name)
         return hook(request, body, into, clock)
@@ -288,7 +291,10 @@ class _Hooks(Backend, Generic[_J]):
         self._refuse(request)
 
     def delete(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> _J:
-        """One object deleted."""
+        """One object deleted; with ``request.keys``, those names in one bulk request
+        (only where ``capabilities.deletes_per_request`` allows), raising
+        :class:`~storeprobe.backends.bulk_delete.KeysNotDeletedError` for the names the
+        storage answers it did not delete."""
         self._refuse(request)
 
     def copy(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> _J:

@@ -51,6 +51,7 @@ from storeprobe.backends.base import (
     check_bucket,
     source_of,
 )
+from storeprobe.backends.bulk_delete import KeysNotDeletedError, refused_in
 from storeprobe.backends.obstore_retries import Retrier
 from storeprobe.backends.registry import ClientSpec
 from storeprobe.errors import TargetNotFoundError, TargetPermissionError
@@ -64,6 +65,8 @@ __all__ = ["SPEC", "ObstoreBackend", "RangesRefusedError", "wait_for_foreign_thr
 
 #: keys in one page of an S3 listing (ListObjectsV2's maximum and default)
 _S3_PAGE = 1000
+#: keys one S3 DeleteObjects request may name: obstore's own batch for a list of paths
+_DELETE_OBJECTS_KEYS = 1000
 
 
 class RangesRefusedError(OSError):
@@ -83,6 +86,7 @@ class ObstoreBackend(AsyncBackend):
         confirms_size=True,
         lands_in_file=True,
         counts_retries=True,
+        deletes_per_request=_DELETE_OBJECTS_KEYS,
     )
 
     def __init__(
@@ -289,6 +293,30 @@ class ObstoreBackend(AsyncBackend):
 
     def delete(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
         store, key = self._store(request.key)
+        if request.keys:
+            named = {self._store(name)[1]: name for name in request.keys}
+            keys = list(named)
+
+            async def delete_objects() -> Outcome:
+                # a list of ≤ 1000 paths is one DeleteObjects request on S3. obstore
+                # raises one error for any key refused, whose text holds the answer: the
+                # keys it names become KeysNotDeletedError; any other failure goes on
+                # (the caller then deletes these names one by one: storeprobe.execution)
+                from obstore import delete_async
+
+                try:
+                    await delete_async(store, keys)
+                except Exception as exc:
+                    refused = refused_in(str(exc))
+                    if not refused:
+                        raise
+                    failed = KeysNotDeletedError.of(refused, named)
+                    if failed is not None:
+                        raise failed from exc
+                    # every key it names was already gone: all deleted
+                return Outcome()
+
+            return AsyncJob(Kind.DELETE, delete_objects)
 
         async def delete() -> Outcome:
             await store.delete_async(key)

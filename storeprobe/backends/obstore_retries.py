@@ -24,9 +24,12 @@ Interrupted, ...``), so the kind and the
 status is read from that text (``non-2xx status code: 503``). Answers are each attempt
 that returned, each obstore error other than "error sending request" (a 412 is an error
 class of its own, with no status in its text: not a pushback), and a 404, which obstore
-raises as Python's ``FileNotFoundError`` (a backup's existence checks expect many). One
-call storeprobe makes is one attempt, so a multipart upload obstore splits by itself
-counts as one answer.
+raises as Python's ``FileNotFoundError`` (a backup's existence checks expect many), and
+a bulk delete (DeleteObjects) answered with keys it did not delete (the delete hook
+raises it as ``KeysNotDeletedError``; never retried: the answer came, per key). A bulk
+delete is one request like any other: retried whole, and counted, when its answer is a
+5xx or 429 or none came. One call storeprobe makes is one attempt, so a multipart upload
+obstore splits by itself counts as one answer.
 
 Two differences remain: a multipart upload obstore splits by itself
 (``use_multipart=True``) fails whole when one part is refused, and is retried whole
@@ -47,6 +50,7 @@ from typing import TypeVar
 from attrs import define, field, frozen
 
 from storeprobe.backends.attempts import Tally
+from storeprobe.backends.bulk_delete import KeysNotDeletedError
 from storeprobe.request import AsyncCall, Outcome
 
 __all__ = ["Retrier", "RetryPolicy", "retryable"]
@@ -61,9 +65,10 @@ _RETRIED_KINDS = frozenset({"Connect", "Request"})
 _IDEMPOTENT_KINDS = frozenset({"Timeout", "Interrupted"})
 #: obstore's text for a request that failed before any answer
 _NO_ANSWER = "error sending request"
-#: an answer obstore raises as a class of Python's own: a 404 is ``FileNotFoundError``
-#: (of module ``builtins``, not ``obstore``)
-_ANSWERS = (FileNotFoundError,)
+#: answers raised as classes not obstore's: a 404 is Python's ``FileNotFoundError`` (of
+#: module ``builtins``), and a bulk delete answered with keys it did not delete is
+#: storeprobe's ``KeysNotDeletedError`` (read from obstore's error by the delete hook)
+_ANSWERS = (FileNotFoundError, KeysNotDeletedError)
 #: a certificate not trusted (rustls's error names): retrying cannot help
 _TLS_MARKS = ("InvalidCertificate", "CERTIFICATE_VERIFY_FAILED")
 

@@ -96,7 +96,10 @@ class ObstoreGCSBackend(_Cloud):
 
     name = "obstore"
     # as on S3 (XML multipart parts of at least 5 MiB), without S3's 5 GiB single-PUT limit
-    capabilities = attrs.evolve(ObstoreBackend.capabilities, max_single_put=None)
+    # obstore deletes a list of paths on GCS one request each (10 at once): no bulk delete
+    capabilities = attrs.evolve(
+        ObstoreBackend.capabilities, max_single_put=None, deletes_per_request=1
+    )
 
 
 class ObstoreAzureBackend(_Cloud):
@@ -108,6 +111,9 @@ class ObstoreAzureBackend(_Cloud):
         multipart_create=False,  # Put Block × N, then Put Block List
         min_part_size=1 * MiB,
         max_single_put=5000 * MiB,  # Put Blob's limit
+        # obstore would send Blob Batch requests (256 names each): not checked against
+        # Azurite here, so one DELETE per name
+        deletes_per_request=1,
     )
     bucket_word = "container"
     url_form = "abfs://CONTAINER[/PREFIX]"

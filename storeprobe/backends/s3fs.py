@@ -21,7 +21,7 @@ from __future__ import annotations
 import errno
 import io
 import os
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from storeprobe.backends.base import (
     check_bucket,
     source_of,
 )
+from storeprobe.backends.bulk_delete import KeysNotDeletedError
 from storeprobe.backends.registry import ClientSpec, no_listings_cache
 from storeprobe.errors import TargetNotFoundError, TargetPermissionError
 from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request, StagedFile
@@ -45,7 +46,10 @@ from storeprobe.transfer import Clock
 from storeprobe.units import GiB, MiB
 from storeprobe.workload import filled_buffer
 
-__all__ = ["SPEC", "S3Backend", "refuses_conditional_write"]
+__all__ = ["DELETE_OBJECTS_KEYS", "SPEC", "S3Backend", "refuses_conditional_write"]
+
+#: most keys one S3 DeleteObjects request may name (the API's limit)
+DELETE_OBJECTS_KEYS = 1000
 
 _NO_CREDENTIALS = (
     "no AWS credentials found: pass key and secret in storage_options, set "
@@ -214,6 +218,7 @@ class S3Backend(CountsAttempts, AsyncBackend):
         max_single_put=5 * GiB,
         confirms_size=True,
         counts_retries=True,
+        deletes_per_request=DELETE_OBJECTS_KEYS,
     )
     upload = S3Upload
 
@@ -394,6 +399,8 @@ class S3Backend(CountsAttempts, AsyncBackend):
 
     def delete(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
         fs, path = self.fs, request.key
+        if request.keys:
+            return AsyncJob(Kind.DELETE, _delete_objects(fs, request.keys))
 
         async def delete() -> Outcome:
             await fs._rm_file(path)
@@ -412,6 +419,35 @@ class S3Backend(CountsAttempts, AsyncBackend):
             return Outcome()
 
         return AsyncJob(Kind.COPY, copy)
+
+
+def _delete_objects(fs: Any, names: Sequence[str]) -> Callable[[], Awaitable[Outcome]]:
+    """One DeleteObjects request for ``names`` (one bucket, ≤ 1000 names), quiet: S3
+    answers only the keys it did not delete, each with its code, raised as
+    :class:`~storeprobe.backends.bulk_delete.KeysNotDeletedError` (s3fs's own
+    ``_bulk_delete`` drops them). A key already gone is deleted."""
+    split = [fs.split_path(name) for name in names]
+    buckets = sorted({bucket for bucket, _, _ in split})
+    bucket = buckets[0]
+    named = {key: name for name, (_, key, _) in zip(names, split, strict=True)}
+    objects = [{"Key": key} for key in named]
+
+    async def delete_objects() -> Outcome:
+        if len(buckets) != 1:  # refused as it runs: the caller deletes these one by one
+            raise ValueError(f"one DeleteObjects request is for one bucket, not {buckets}")
+        answer = await fs._call_s3(
+            "delete_objects", Bucket=bucket, Delete={"Objects": objects, "Quiet": True}
+        )
+        refusals = [
+            (str(e.get("Key", "")), str(e.get("Code", "")), str(e.get("Message", "")))
+            for e in answer.get("Errors", [])
+        ]
+        failed = KeysNotDeletedError.of(refusals, named)
+        if failed is not None:
+            raise failed
+        return Outcome()
+
+    return delete_objects
 
 
 _MISSING = (TargetNotFoundError, "check the bucket and path exist")
