@@ -68,6 +68,16 @@ async def _pump_body(
     return True
 
 
+class _Sink:
+    """A writer that drops what it is given (the body of a request answered here)."""
+
+    def write(self, data: bytes) -> None:
+        return None
+
+    async def drain(self) -> None:
+        return None
+
+
 class CountingProxy:
     """Forward ``127.0.0.1:<port>`` to ``127.0.0.1:<upstream_port>``, counting requests."""
 
@@ -177,6 +187,13 @@ class CountingProxy:
             self.in_flight -= 1
             await asyncio.sleep(3600)  # cancelled when the proxy stops
         if status is not None:
+            headers = _headers(head)
+            if "100-continue" not in headers.get("expect", "").lower():
+                # a server reads the body it was sent before it answers: closing with the
+                # body unread would reset the connection, and the client would see a
+                # failure to send, not this answer (an error to Expect: 100-continue
+                # goes before the body, which the client then never sends)
+                await _pump_body(headers, client_r, _Sink())  # type: ignore[arg-type]
             self.in_flight -= 1
             code = b"NotImplemented" if status == 501 else b"AccessDenied"
             body = (

@@ -16,21 +16,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from tests.http_proxy import CountingProxy, _headers, _pump_body
+from tests.http_proxy import CountingProxy, _headers, _pump_body, _Sink
 
 __all__ = ["ThrottlingProxy"]
 
 _REASONS = {503: (b"Service Unavailable", b"SlowDown"), 429: (b"Too Many Requests", b"SlowDown")}
-
-
-class _Sink:
-    """A writer that drops what it is given (the body of a request answered here)."""
-
-    def write(self, data: bytes) -> None:
-        return None
-
-    async def drain(self) -> None:
-        return None
 
 
 class ThrottlingProxy(CountingProxy):
