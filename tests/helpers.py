@@ -1,10 +1,13 @@
-"""Small helpers shared by the tests: an injectable clock, a directory snapshot, and seeds
-whose payloads gcp-storage-emulator keeps intact."""
+"""Small helpers shared by the tests: an injectable clock, a directory snapshot, seeds
+whose payloads gcp-storage-emulator keeps intact, and child processes that take Ctrl-C."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import signal
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,7 +17,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.patches import Rectangle
 
-__all__ = ["StepClock", "bars", "gcs_emulator_seed", "tree"]
+__all__ = ["StepClock", "bars", "gcs_emulator_seed", "interruptible_children", "tree"]
 
 
 class StepClock:
@@ -72,3 +75,27 @@ def gcs_emulator_seed(*cuts: tuple[Workload, int], repeats: int = 2) -> int:
         ):
             return seed
     raise AssertionError("no seed found")
+
+
+@contextlib.contextmanager
+def interruptible_children() -> Iterator[None]:
+    """Processes started inside take SIGINT as Ctrl-C, however this one was started.
+
+    A shell without job control (a script, ``.ci/run &``, a tool running ``cmd &``)
+    starts a background job with SIGINT ignored, and an ignored signal stays ignored
+    across ``fork`` and ``exec``: the suite's children then start with it ignored too,
+    Python installs no KeyboardInterrupt handler in them (it keeps an inherited
+    ``SIG_IGN``, as programs should), and a test's SIGINT is dropped while the child's
+    run goes on. A signal this process *handles* is reset to its default by ``exec``,
+    so while SIGINT is ignored here it is handled (``default_int_handler``) for the
+    duration of the block: a child started inside begins with SIGINT at its default,
+    as under an interactive shell. Main thread only (``signal.signal``).
+    """
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

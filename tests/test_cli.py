@@ -16,6 +16,7 @@ import pytest
 from storeprobe import ResultSet, load_results
 from storeprobe.cli import main
 from storeprobe.render import resolve_unit
+from tests.helpers import interruptible_children
 from tests.servers import S3_KEY, S3_SECRET, Server, free_port
 
 
@@ -604,19 +605,25 @@ def test_an_interrupted_run_keeps_the_results_of_finished_probes(tmp_path: Path)
     argv = [sys.executable, "-m", "storeprobe", "run", str(disk), "--no-progress"]
     # the small probes finish at once; the large one would run for minutes
     argv += ["--workload", "1x1KiB", "--workload", "2000x64KiB", "--repeats", "50"]
-    process = subprocess.Popen(
-        [*argv, "--json", str(results)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    saved: list[object] = []
-    deadline = time.monotonic() + 60
-    while len(saved) < 2 and time.monotonic() < deadline and process.poll() is None:
-        # the file is replaced whole: it is either absent or a complete document
-        with contextlib.suppress(FileNotFoundError, ResultFormatError):
-            saved = list(load_results(results))
-        time.sleep(0.02)
-    assert len(saved) == 2, "the two small probes were never saved"
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=120)
+    with interruptible_children():  # SIGINT at its default even if the suite ignores it
+        process = subprocess.Popen(
+            [*argv, "--json", str(results)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+    try:
+        saved: list[object] = []
+        deadline = time.monotonic() + 60
+        while len(saved) < 2 and time.monotonic() < deadline and process.poll() is None:
+            # the file is replaced whole: it is either absent or a complete document
+            with contextlib.suppress(FileNotFoundError, ResultFormatError):
+                saved = list(load_results(results))
+            time.sleep(0.02)
+        assert len(saved) == 2, "the two small probes were never saved"
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:  # a run that outlives its test must not go on beside the next ones
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=10)
     assert process.returncode == 130, err
     kept = load_results(results)
     assert [(r.probe, r.ok) for r in kept[:2]] == [
@@ -626,6 +633,34 @@ def test_an_interrupted_run_keeps_the_results_of_finished_probes(tmp_path: Path)
     assert len(kept) == 2  # the large probe was interrupted: never saved half-done
     assert b"results measured are in" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["disk", "r.json"]  # no temporary
+
+
+def test_children_take_ctrl_c_when_this_suite_was_started_ignoring_it() -> None:
+    # Why the interrupted-run tests hung when the suite ran as a background job of a
+    # shell without job control (``.ci/run &``): the shell starts it with SIGINT ignored,
+    # the ignore is inherited by every child, a Python started that way installs no
+    # KeyboardInterrupt handler, and the test's SIGINT was dropped while the run went on.
+    import signal
+
+    show = "print({signal.SIG_IGN: 'ignored', signal.default_int_handler: 'ctrl-c'}"
+    show += ".get(signal.getsignal(signal.SIGINT), 'other'))"
+    child = [sys.executable, "-c", f"import signal; {show}"]
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as such a shell starts us
+    try:
+        inherited = subprocess.run(child, capture_output=True, text=True, check=True).stdout
+        with interruptible_children():
+            started = subprocess.Popen(child, stdout=subprocess.PIPE, text=True)
+        after = signal.getsignal(signal.SIGINT)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal starts us
+        with interruptible_children():
+            untouched = signal.getsignal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    taken, _ = started.communicate(timeout=60)
+    assert inherited == "ignored\n"  # the cause: a plain child ignores SIGINT too
+    assert taken == "ctrl-c\n"  # started inside the block: SIGINT raises KeyboardInterrupt
+    assert after is signal.SIG_IGN  # and this process is left as it was
+    assert untouched is signal.default_int_handler  # SIGINT not ignored: nothing changed
 
 
 def test_run_latency_prints_objects_per_s_and_percentiles(

@@ -26,7 +26,7 @@ from storeprobe.notices import Code
 from storeprobe.request import Body, Kind, Outcome, Request, SyncJob
 from storeprobe.transfer import Clock
 from tests.conftest import s3_options
-from tests.helpers import tree
+from tests.helpers import interruptible_children, tree
 from tests.http_proxy import CountingProxy
 from tests.servers import S3_KEY, S3_SECRET, Server, rclone_s3
 
@@ -187,32 +187,33 @@ def test_cli_interrupted_by_sigint_cleans_up(proxy: CountingProxy, s3_bucket_dir
 
     proxy.hang_when = hold
     endpoint = {"endpoint_url": f"http://127.0.0.1:{proxy.port}", "region_name": "us-east-1"}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "storeprobe",
-            "run",
-            "s3://bench/faults",
-            "--workload",
-            "2000x4KiB",
-            "--streams",
-            "4",
-            "--repeats",
-            "2",
-            "--timeout",
-            "60",
-            "-o",
-            f"key={S3_KEY}",
-            "-o",
-            f"secret={S3_SECRET}",
-            "-o",
-            f"client_kwargs={json.dumps(endpoint)}",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    with interruptible_children():  # SIGINT at its default even if the suite ignores it
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "storeprobe",
+                "run",
+                "s3://bench/faults",
+                "--workload",
+                "2000x4KiB",
+                "--streams",
+                "4",
+                "--repeats",
+                "2",
+                "--timeout",
+                "60",
+                "-o",
+                f"key={S3_KEY}",
+                "-o",
+                f"secret={S3_SECRET}",
+                "-o",
+                f"client_kwargs={json.dumps(endpoint)}",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     try:
         if not held.wait(60):
             process.kill()
