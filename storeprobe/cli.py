@@ -8,8 +8,8 @@ or exit.
 Exit codes: 0 every probe succeeded, 1 a probe failed or the target refused (``compare``:
 a probe slower beyond ``--fail-slower``; 3 an inconclusive one with
 ``--fail-inconclusive``), 2 usage error (bad arguments, options or workloads), 130
-interrupted, 141 standard output closed
-early (``storeprobe report FILE | head``).
+interrupted (SIGINT), 143 terminated (SIGTERM; the same cleanup first), 141 standard
+output closed early (``storeprobe report FILE | head``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ import argparse
 import contextlib
 import os
 import shutil
+import signal
 import sys
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -61,6 +63,34 @@ __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 #: standard output was closed early (``| head``): 128 + SIGPIPE, as shells report it
 EXIT_BROKEN_PIPE = 141
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C raises KeyboardInterrupt, so a terminated run (a CI
+    job cancelled, ``timeout``, ``kill``) calls off its window and cleans up as an
+    interrupted one does."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` in the main thread while the command runs
+    (left alone where SIGTERM is not at its default, or off the main thread)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+
+    def terminate(signum: int, frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @attrs.frozen
@@ -388,7 +418,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "compare": run_compare,
     }
     try:
-        return commands[args.command](args)
+        with _terminate_as_interrupt():
+            return commands[args.command](args)
     except (ConfigurationError, ResultFormatError) as exc:
         print(f"storeprobe: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -403,6 +434,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
-    except KeyboardInterrupt:
-        print("storeprobe: interrupted; cleanup ran for what was written", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        how = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        print(f"storeprobe: {how}; cleanup ran for what was written", file=sys.stderr)
+        return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED

@@ -167,7 +167,14 @@ def test_server_killed_mid_transfer(tmp_path: Path, operation: str) -> None:
     } == before
 
 
-def test_cli_interrupted_by_sigint_cleans_up(proxy: CountingProxy, s3_bucket_dir: Path) -> None:
+@pytest.mark.parametrize(
+    ("sent", "code", "said"),
+    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")],
+    ids=["sigint", "sigterm"],
+)
+def test_cli_interrupted_by_a_signal_cleans_up(
+    proxy: CountingProxy, s3_bucket_dir: Path, sent: signal.Signals, code: int, said: str
+) -> None:
     # The CLI uploads 2000 objects 4 at a time through the proxy, which holds the PUT of
     # object 5 of the first repeat and never answers it: that PUT is inside the upload's
     # timed window (the run's first probe), so the window cannot end on its own, and the
@@ -220,15 +227,15 @@ def test_cli_interrupted_by_sigint_cleans_up(proxy: CountingProxy, s3_bucket_dir
             _, err = process.communicate(timeout=10)
             pytest.fail(f"the upload window never sent object 5 (exit {process.returncode}): {err}")
         assert process.poll() is None  # the window is open: its held PUT has no answer
-        process.send_signal(signal.SIGINT)
+        process.send_signal(sent)
         _, err = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
             process.kill()
             process.communicate(timeout=10)
     proxy.hang_when = None
-    assert process.returncode == 130, err
-    assert "interrupted; cleanup ran for what was written" in err
+    assert process.returncode == code, err
+    assert f"{said}; cleanup ran for what was written" in err
     assert "Traceback" not in err
     assert tree(s3_bucket_dir) == before  # nothing under the run prefix; neighbours intact
     # the window was called off before cleanup began: once the first delete arrived, no
