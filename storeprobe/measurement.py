@@ -75,13 +75,12 @@ from storeprobe.planning import (
     head_plan,
     upload_plan,
 )
-from storeprobe.repeats import Housekeeping, Turn, retried_notice, run_repeats
+from storeprobe.repeats import Housekeeping, Turn, retried_notice, run_repeats, stability_of
 from storeprobe.request import Body, Kind, Part, Request
 from storeprobe.result import Result, Sample
 from storeprobe.sampling import sample_of
 from storeprobe.settings import Settings
 from storeprobe.staging import Staging
-from storeprobe.stats import stability_notices
 from storeprobe.strategy import Fallback
 from storeprobe.target import Target
 from storeprobe.timeline import stall_notice
@@ -99,7 +98,6 @@ from storeprobe.workload import Workload
 __all__ = ["Gate", "Measurement"]
 
 Backend = AsyncBackend | SyncBackend
-_LOCAL = frozenset({"file", "local", "memory"})
 
 
 class Gate(Protocol):
@@ -231,17 +229,11 @@ class Measurement:
         )
 
     def _judge(self, samples: Sequence[Sample]) -> list[Notice]:
-        import numpy as np
-
-        found = stability_notices(
-            np.array([s.bytes_per_s for s in samples], dtype=np.float64),
-            np.array([s.elapsed_ns for s in samples], dtype=np.int64),
-            np.array(
-                [np.nan if s.cpu_fraction is None else s.cpu_fraction for s in samples],
-                dtype=np.float64,
-            ),
+        found = stability_of(
+            samples,
+            [s.bytes_per_s for s in samples],
             operation=self.operation,
-            remote=self.target.protocol not in _LOCAL,
+            target=self.target,
             warmup=self.settings.warmup,
         )
         for number, sample in enumerate(samples, 1):

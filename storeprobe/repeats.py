@@ -37,13 +37,25 @@ from storeprobe.notices import Code, Notice
 from storeprobe.planning import head_plan
 from storeprobe.result import Sample
 from storeprobe.settings import Settings
+from storeprobe.stats import stability_notices
 from storeprobe.target import Target
 from storeprobe.transfer import Clock
 from storeprobe.verification import ShortTransferError, VerificationError
 
-__all__ = ["Housekeeping", "Repeated", "Turn", "retried_notice", "run_repeats", "turns"]
+__all__ = [
+    "Housekeeping",
+    "Repeated",
+    "Turn",
+    "retried_notice",
+    "run_repeats",
+    "stability_of",
+    "turns",
+]
 
 Backend = AsyncBackend | SyncBackend
+
+#: protocols of storage on this machine (no cache is suspected of a fast download there)
+_LOCAL = frozenset({"file", "local", "memory"})
 
 
 @frozen(kw_only=True)
@@ -216,6 +228,33 @@ def run_repeats(
         warmups=tuple(warmups),
         errors=tuple(errors),
         leftovers=tuple(left),
+    )
+
+
+def stability_of(
+    samples: Sequence[Sample],
+    rates: Sequence[float],
+    *,
+    operation: str,
+    target: Target,
+    warmup: int,
+) -> list[Notice]:
+    """:func:`~storeprobe.stats.stability_notices` of a probe's measured repeats:
+    ``rates`` has one figure a sample (bytes/s for a transfer, operations/s for metadata),
+    with each sample's window (ns) and CPU fraction (nan where unknown); the target is
+    remote unless its protocol is a local one."""
+    import numpy as np
+
+    return stability_notices(
+        np.array(rates, dtype=np.float64),
+        np.array([sample.elapsed_ns for sample in samples], dtype=np.int64),
+        np.array(
+            [np.nan if s.cpu_fraction is None else s.cpu_fraction for s in samples],
+            dtype=np.float64,
+        ),
+        operation=operation,
+        remote=target.protocol not in _LOCAL,
+        warmup=warmup,
     )
 
 
