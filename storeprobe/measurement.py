@@ -44,10 +44,11 @@ checks :mod:`storeprobe.verification`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Literal, Protocol
 
 import attrs
@@ -264,6 +265,23 @@ class Measurement:
                 bodies.append(backend.staged_body(staging, part))
         return bodies
 
+    @contextlib.contextmanager
+    def _prepared(
+        self, backend: Backend, layout: Layout, workload: Workload, names: list[str]
+    ) -> Iterator[tuple[Plan, list[Body | None], Wrapper | None]]:
+        """An upload made ready before its window: the plan, each request's body (from a
+        staging file where the layout stages) and the wrapper that unmaps a staged part
+        once sent; the staging file is closed when the block ends. The bodies are
+        yielded, not kept here, so the caller's ``del`` frees them."""
+        plan = upload_plan(layout, workload, names)
+        staging = Staging.of_payload(workload, 0) if layout.staged else None
+        try:
+            wrap = settling(release_parts(plan, staging)) if staging is not None else None
+            yield plan, self._bodies(backend, plan, workload, staging), wrap
+        finally:
+            if staging is not None:
+                staging.close()
+
     def _upload(
         self,
         backend: Backend,
@@ -272,20 +290,13 @@ class Measurement:
         names: list[str],
         repeat: int | None,
     ) -> Sample:
-        plan = upload_plan(layout, workload, names)
-        staging = Staging.of_payload(workload, 0) if layout.staged else None
-        try:
-            bodies = self._bodies(backend, plan, workload, staging)
-            wrap = settling(release_parts(plan, staging)) if staging is not None else None
+        with self._prepared(backend, layout, workload, names) as (plan, bodies, wrap):
             backend.fs.invalidate_cache()
             before = backend.attempts_seen()
             self._wait(repeat)
             run = self._execute(backend, plan, bodies=bodies, wrap=wrap, timed=True)
             del bodies
             self._opened(repeat, run)
-        finally:
-            if staging is not None:
-                staging.close()
         self._check_moved(run, workload)
         return sample_of(run, between(before, backend.attempts_seen()))
 
@@ -293,18 +304,11 @@ class Measurement:
         self, backend: Backend, layout: Layout, workload: Workload, names: list[str]
     ) -> None:
         """The untimed upload before a download, then caches evicted and sizes confirmed."""
-        plan = upload_plan(layout, workload, names)
-        staging = Staging.of_payload(workload, 0) if layout.staged else None
-        try:
-            bodies = self._bodies(backend, plan, workload, staging)
-            wrap = settling(release_parts(plan, staging)) if staging is not None else None
+        with self._prepared(backend, layout, workload, names) as (plan, bodies, wrap):
             # a staged layout's parts in flight are what memory was checked for: keep them
             streams = self.settings.streams if layout.staged else None
             self._execute(backend, plan, bodies=bodies, wrap=wrap, streams=streams)
             del bodies
-        finally:
-            if staging is not None:
-                staging.close()
         backend.after_upload(names)
         if backend.capabilities.confirms_size:
             heads = head_plan(names)
