@@ -62,7 +62,6 @@ from storeprobe.backends.base import Landing
 from storeprobe.errors import StoreProbeWarning
 from storeprobe.execution import (
     bounded,
-    cleanup_notice,
     execute,
     open_run,
 )
@@ -209,24 +208,16 @@ class Measurement:
         # the run prefix is listed at the end: a PUT the client gave up on when a window
         # failed (or was interrupted) can still land after its name's delete
         repeated = run_repeats(house, prefix, written, names_of, step, failed=failed, listing=True)
-        samples = repeated.samples
-        notices.extend(self._judge(samples))
-        if (cleanup := cleanup_notice(prefix, list(repeated.leftovers))) is not None:
-            notices.append(cleanup)
-        return Result(
+        notices.extend(self._judge(repeated.samples))
+        return house.result(
+            repeated,
+            prefix=prefix,
+            notices=notices,
             operation=self.operation,
             workload=workload,
-            url=target.url,
-            protocol=target.protocol,
-            backend=backend.client,
-            streams=self.settings.streams,
             effective_streams=layout.effective_streams,
             strategy=strategy,
-            samples=samples,
-            errors=repeated.errors,
-            warnings=tuple(notices),
             environment=environment,
-            warmup_samples=repeated.warmups,
         )
 
     def _judge(self, samples: Sequence[Sample]) -> list[Notice]:

@@ -54,7 +54,6 @@ from storeprobe.backends.attempts import between
 from storeprobe.errors import ConfigurationError
 from storeprobe.execution import (
     bounded,
-    cleanup_notice,
     execute,
     open_run,
 )
@@ -196,24 +195,16 @@ class MetadataMeasurement:
             folders=lambda: made,
             listing=True,
         )
-        samples = repeated.samples
-        notices.extend(self._judge(samples))
-        if (cleanup := cleanup_notice(prefix, list(repeated.leftovers))) is not None:
-            notices.append(cleanup)
-        return Result(
+        notices.extend(self._judge(repeated.samples))
+        return house.result(
+            repeated,
+            prefix=prefix,
+            notices=notices,
             operation=self.operation,
             workload=self.workload,
-            url=target.url,
-            protocol=target.protocol,
-            backend=backend.client,
-            streams=self.settings.streams,
             effective_streams=self.effective_streams,
             strategy=self._strategy(),
-            samples=samples,
-            errors=repeated.errors,
-            warnings=tuple(notices),
             environment=environment,
-            warmup_samples=repeated.warmups,
         )
 
     # -- one repeat --------------------------------------------------------------------

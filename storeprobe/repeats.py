@@ -24,9 +24,11 @@ from collections.abc import Callable, Sequence
 from attrs import frozen
 
 from storeprobe.backends import AsyncBackend, SyncBackend
+from storeprobe.environment import Environment
 from storeprobe.execution import (
     Leftover,
     bounded,
+    cleanup_notice,
     clear_prefix,
     delete_names,
     execute,
@@ -35,12 +37,14 @@ from storeprobe.execution import (
 from storeprobe.jobs import ABSENT
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import head_plan
-from storeprobe.result import Sample
+from storeprobe.result import Operation, Result, Sample
 from storeprobe.settings import Settings
 from storeprobe.stats import stability_notices
+from storeprobe.strategy import Strategy
 from storeprobe.target import Target
 from storeprobe.transfer import Clock
 from storeprobe.verification import ShortTransferError, VerificationError
+from storeprobe.workload import Workload
 
 __all__ = [
     "Housekeeping",
@@ -149,6 +153,41 @@ class Housekeeping:
             streams=self.settings.prep_streams,
             clock=self.clock,
             timeout=self.settings.timeout,
+        )
+
+    def result(
+        self,
+        repeated: Repeated,
+        *,
+        prefix: str,
+        notices: Sequence[Notice],
+        operation: Operation,
+        workload: Workload,
+        effective_streams: int,
+        strategy: Strategy,
+        environment: Environment,
+    ) -> Result:
+        """The Result of a probe call from its repeats (samples, errors, warm-ups):
+        warnings ``notices`` (the probe's own, its judgement of the samples among them),
+        then the ``cleanup-incomplete`` one where something remained under ``prefix``;
+        the target's URL, protocol and client, the settings' streams."""
+        warnings = list(notices)
+        if (cleanup := cleanup_notice(prefix, list(repeated.leftovers))) is not None:
+            warnings.append(cleanup)
+        return Result(
+            operation=operation,
+            workload=workload,
+            url=self.target.url,
+            protocol=self.target.protocol,
+            backend=self.target.backend.client,
+            streams=self.settings.streams,
+            effective_streams=effective_streams,
+            strategy=strategy,
+            samples=repeated.samples,
+            errors=repeated.errors,
+            warnings=tuple(warnings),
+            environment=environment,
+            warmup_samples=repeated.warmups,
         )
 
     def error(self, exc: BaseException, turn: Turn) -> Notice:
