@@ -13,7 +13,9 @@ the run's own), and removes the run's folders: what cannot be removed comes back
 
 :class:`Housekeeping` is the untimed work both probes do the same way: choosing the
 writer (a storage refusing conditional writes gets HEAD-checked names instead), checking
-names absent, deleting with ``prep_streams`` in flight, and naming a failure's code.
+names absent, deleting with ``prep_streams`` in flight, naming a failure's code, and
+making the call's Result from its repeats (:meth:`Housekeeping.result`);
+:func:`stability_of` and :func:`retried_notice` are the notices both draw from the samples.
 """
 
 from __future__ import annotations
