@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -138,22 +138,25 @@ def run_compare(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if report.failed:
         assert fail_slower is not None
-        print(
+        _tell(
             f"storeprobe: {len(report.regressions)} of {len(report.rows)} probes slower by "
             f"more than {render.percent(fail_slower)}:",
-            file=sys.stderr,
+            report.regressions,
         )
-        for row in report.regressions:
-            print(f"  {row}", file=sys.stderr)
         return EXIT_FAILED
     if report.inconclusive:
         what = "failing (--fail-inconclusive)" if args.fail_inconclusive else "not failing"
-        print(
+        _tell(
             f"storeprobe: {len(report.inconclusive)} of {len(report.rows)} probes inconclusive, "
             f"{what}: too little evidence of how much runs differ to call them slower or not",
-            file=sys.stderr,
+            report.inconclusive,
         )
-        for row in report.inconclusive:
-            print(f"  {row}", file=sys.stderr)
         return EXIT_INCONCLUSIVE if args.fail_inconclusive else EXIT_OK
     return EXIT_OK
+
+
+def _tell(heading: str, rows: Iterable[object]) -> None:
+    """``heading`` on stderr, then the probes it is about, one indented line each."""
+    print(heading, file=sys.stderr)
+    for row in rows:
+        print(f"  {row}", file=sys.stderr)

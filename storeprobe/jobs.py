@@ -21,7 +21,8 @@ Each takes a job and its position in the plan and returns a job of the same kind
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from attrs import frozen
@@ -58,17 +59,27 @@ def is_missing(exc: BaseException) -> bool:
     return isinstance(exc, FileNotFoundError) or "NotFoundError" in names
 
 
+@contextlib.contextmanager
+def _absent(position: int) -> Iterator[None]:
+    """The check of :data:`ABSENT` around the request: a "missing" failure is the
+    answer wanted (swallowed), any other failure is raised, and a success means the
+    name exists (FileExistsError)."""
+    try:
+        yield
+    except Exception as exc:
+        if is_missing(exc):
+            return
+        raise
+    raise FileExistsError(f"object {position} of this repeat already exists")
+
+
 def absent_async(job: AsyncJob, position: int) -> AsyncJob:
     call = job.call
 
     async def absent() -> Outcome:
-        try:
+        with _absent(position):
             await call()
-        except Exception as exc:
-            if is_missing(exc):
-                return Outcome()
-            raise
-        raise FileExistsError(f"object {position} of this repeat already exists")
+        return Outcome()
 
     return AsyncJob(job.kind, absent)
 
@@ -77,13 +88,9 @@ def absent_sync(job: SyncJob, position: int) -> SyncJob:
     call = job.call
 
     def absent() -> Outcome:
-        try:
+        with _absent(position):
             call()
-        except Exception as exc:
-            if is_missing(exc):
-                return Outcome()
-            raise
-        raise FileExistsError(f"object {position} of this repeat already exists")
+        return Outcome()
 
     return SyncJob(job.kind, absent)
 

@@ -44,10 +44,11 @@ checks :mod:`storeprobe.verification`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Literal, Protocol
 
 import attrs
@@ -61,7 +62,6 @@ from storeprobe.backends.base import Landing
 from storeprobe.errors import StoreProbeWarning
 from storeprobe.execution import (
     bounded,
-    cleanup_notice,
     execute,
     open_run,
 )
@@ -75,13 +75,12 @@ from storeprobe.planning import (
     head_plan,
     upload_plan,
 )
-from storeprobe.repeats import Housekeeping, Turn, retried_notice, run_repeats
+from storeprobe.repeats import Housekeeping, Turn, retried_notice, run_repeats, stability_of
 from storeprobe.request import Body, Kind, Part, Request
 from storeprobe.result import Result, Sample
 from storeprobe.sampling import sample_of
 from storeprobe.settings import Settings
 from storeprobe.staging import Staging
-from storeprobe.stats import stability_notices
 from storeprobe.strategy import Fallback
 from storeprobe.target import Target
 from storeprobe.timeline import stall_notice
@@ -99,7 +98,6 @@ from storeprobe.workload import Workload
 __all__ = ["Gate", "Measurement"]
 
 Backend = AsyncBackend | SyncBackend
-_LOCAL = frozenset({"file", "local", "memory"})
 
 
 class Gate(Protocol):
@@ -210,38 +208,24 @@ class Measurement:
         # the run prefix is listed at the end: a PUT the client gave up on when a window
         # failed (or was interrupted) can still land after its name's delete
         repeated = run_repeats(house, prefix, written, names_of, step, failed=failed, listing=True)
-        samples = repeated.samples
-        notices.extend(self._judge(samples))
-        if (cleanup := cleanup_notice(prefix, list(repeated.leftovers))) is not None:
-            notices.append(cleanup)
-        return Result(
+        notices.extend(self._judge(repeated.samples))
+        return house.result(
+            repeated,
+            prefix=prefix,
+            notices=notices,
             operation=self.operation,
             workload=workload,
-            url=target.url,
-            protocol=target.protocol,
-            backend=backend.client,
-            streams=self.settings.streams,
             effective_streams=layout.effective_streams,
             strategy=strategy,
-            samples=samples,
-            errors=repeated.errors,
-            warnings=tuple(notices),
             environment=environment,
-            warmup_samples=repeated.warmups,
         )
 
     def _judge(self, samples: Sequence[Sample]) -> list[Notice]:
-        import numpy as np
-
-        found = stability_notices(
-            np.array([s.bytes_per_s for s in samples], dtype=np.float64),
-            np.array([s.elapsed_ns for s in samples], dtype=np.int64),
-            np.array(
-                [np.nan if s.cpu_fraction is None else s.cpu_fraction for s in samples],
-                dtype=np.float64,
-            ),
+        found = stability_of(
+            samples,
+            [s.bytes_per_s for s in samples],
             operation=self.operation,
-            remote=self.target.protocol not in _LOCAL,
+            target=self.target,
             warmup=self.settings.warmup,
         )
         for number, sample in enumerate(samples, 1):
@@ -272,6 +256,23 @@ class Measurement:
                 bodies.append(backend.staged_body(staging, part))
         return bodies
 
+    @contextlib.contextmanager
+    def _prepared(
+        self, backend: Backend, layout: Layout, workload: Workload, names: list[str]
+    ) -> Iterator[tuple[Plan, list[Body | None], Wrapper | None]]:
+        """An upload made ready before its window: the plan, each request's body (from a
+        staging file where the layout stages) and the wrapper that unmaps a staged part
+        once sent; the staging file is closed when the block ends. The bodies are
+        yielded, not kept here, so the caller's ``del`` frees them."""
+        plan = upload_plan(layout, workload, names)
+        staging = Staging.of_payload(workload, 0) if layout.staged else None
+        try:
+            wrap = settling(release_parts(plan, staging)) if staging is not None else None
+            yield plan, self._bodies(backend, plan, workload, staging), wrap
+        finally:
+            if staging is not None:
+                staging.close()
+
     def _upload(
         self,
         backend: Backend,
@@ -280,20 +281,13 @@ class Measurement:
         names: list[str],
         repeat: int | None,
     ) -> Sample:
-        plan = upload_plan(layout, workload, names)
-        staging = Staging.of_payload(workload, 0) if layout.staged else None
-        try:
-            bodies = self._bodies(backend, plan, workload, staging)
-            wrap = settling(release_parts(plan, staging)) if staging is not None else None
+        with self._prepared(backend, layout, workload, names) as (plan, bodies, wrap):
             backend.fs.invalidate_cache()
             before = backend.attempts_seen()
             self._wait(repeat)
             run = self._execute(backend, plan, bodies=bodies, wrap=wrap, timed=True)
             del bodies
             self._opened(repeat, run)
-        finally:
-            if staging is not None:
-                staging.close()
         self._check_moved(run, workload)
         return sample_of(run, between(before, backend.attempts_seen()))
 
@@ -301,18 +295,11 @@ class Measurement:
         self, backend: Backend, layout: Layout, workload: Workload, names: list[str]
     ) -> None:
         """The untimed upload before a download, then caches evicted and sizes confirmed."""
-        plan = upload_plan(layout, workload, names)
-        staging = Staging.of_payload(workload, 0) if layout.staged else None
-        try:
-            bodies = self._bodies(backend, plan, workload, staging)
-            wrap = settling(release_parts(plan, staging)) if staging is not None else None
+        with self._prepared(backend, layout, workload, names) as (plan, bodies, wrap):
             # a staged layout's parts in flight are what memory was checked for: keep them
             streams = self.settings.streams if layout.staged else None
             self._execute(backend, plan, bodies=bodies, wrap=wrap, streams=streams)
             del bodies
-        finally:
-            if staging is not None:
-                staging.close()
         backend.after_upload(names)
         if backend.capabilities.confirms_size:
             heads = head_plan(names)

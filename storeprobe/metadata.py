@@ -47,7 +47,6 @@ import math
 from collections.abc import Sequence
 from typing import Literal, get_args
 
-import numpy as np
 from attrs import frozen
 
 from storeprobe.backends import AsyncBackend, SyncBackend
@@ -55,19 +54,17 @@ from storeprobe.backends.attempts import between
 from storeprobe.errors import ConfigurationError
 from storeprobe.execution import (
     bounded,
-    cleanup_notice,
     execute,
     open_run,
 )
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import Plan, delete_plan, head_plan
 from storeprobe.render import OPS_UNIT, PER_OPERATION, median_ops_per_s, ops_per_s
-from storeprobe.repeats import Housekeeping, Turn, retried_notice, run_repeats
+from storeprobe.repeats import Housekeeping, Turn, retried_notice, run_repeats, stability_of
 from storeprobe.request import Kind, Part, Request
 from storeprobe.result import Result, Sample
 from storeprobe.sampling import sample_of
 from storeprobe.settings import Settings
-from storeprobe.stats import stability_notices
 from storeprobe.strategy import Shape, Strategy
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Run
@@ -93,7 +90,6 @@ METADATA_OPERATIONS: tuple[MetadataOperation, ...] = get_args(MetadataOperation)
 assert METADATA_OPERATIONS == PER_OPERATION  # render shows ops/s for exactly these
 #: most objects one metadata probe writes and times
 MAX_KEYS = 1_000_000
-_LOCAL = frozenset({"file", "local", "memory"})
 
 
 def check_count(count: object) -> int:
@@ -199,24 +195,16 @@ class MetadataMeasurement:
             folders=lambda: made,
             listing=True,
         )
-        samples = repeated.samples
-        notices.extend(self._judge(samples))
-        if (cleanup := cleanup_notice(prefix, list(repeated.leftovers))) is not None:
-            notices.append(cleanup)
-        return Result(
+        notices.extend(self._judge(repeated.samples))
+        return house.result(
+            repeated,
+            prefix=prefix,
+            notices=notices,
             operation=self.operation,
             workload=self.workload,
-            url=target.url,
-            protocol=target.protocol,
-            backend=backend.client,
-            streams=self.settings.streams,
             effective_streams=self.effective_streams,
             strategy=self._strategy(),
-            samples=samples,
-            errors=repeated.errors,
-            warnings=tuple(notices),
             environment=environment,
-            warmup_samples=repeated.warmups,
         )
 
     # -- one repeat --------------------------------------------------------------------
@@ -328,15 +316,11 @@ class MetadataMeasurement:
         """Stability notices from each repeat's operations per second (these samples
         move no bytes, so a measurement's byte rates would hide their variation); the
         retry notice is the measurement's own."""
-        found = stability_notices(
-            np.array([self.count / sample.seconds for sample in samples], dtype=np.float64),
-            np.array([sample.elapsed_ns for sample in samples], dtype=np.int64),
-            np.array(
-                [np.nan if s.cpu_fraction is None else s.cpu_fraction for s in samples],
-                dtype=np.float64,
-            ),
+        found = stability_of(
+            samples,
+            [self.count / sample.seconds for sample in samples],
             operation=self.operation,
-            remote=self.target.protocol not in _LOCAL,
+            target=self.target,
             warmup=self.settings.warmup,
         )
         retried = retried_notice(samples)

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from storeprobe.errors import ConfigurationError, MissingDependencyError
 from storeprobe.render import (
     OPS_UNIT,
     check_unit,
+    environment_names,
     resolve_unit,
     scale,
     target_label,
@@ -122,22 +123,9 @@ def _plain(ax: Axes, axis: Literal["x", "y"]) -> None:
     (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(FuncFormatter(_tick_text))
 
 
-def _environment_name(results: Sequence[Result]) -> Callable[[Result], str]:
-    """Environment name, with the host added where two hosts share one name."""
-    hosts: dict[str, set[str]] = {}
-    for r in results:
-        hosts.setdefault(r.environment.name, set()).add(r.environment.hostname)
-
-    def name(result: Result) -> str:
-        env = result.environment
-        return env.name if len(hosts[env.name]) == 1 else f"{env.name} @ {env.hostname}"
-
-    return name
-
-
 def _suptitle(figure: Figure, what: str, results: Sequence[Result]) -> None:
     """``what — env1, env2 — 2026-11-30``: environments and the dates of the runs."""
-    name = _environment_name(results)
+    name = environment_names(results)
     environments = list(dict.fromkeys(name(r) for r in results))
     dates = sorted({r.environment.utc[:10] for r in results if r.environment.utc})
     when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}" if dates else ""
@@ -314,7 +302,7 @@ def plot_probes(
     if by not in ("streams", "environment"):
         raise ConfigurationError(f"by must be 'streams' or 'environment', not {by!r}")
     measured = _measured(results)
-    environment = _environment_name(measured)
+    environment = environment_names(measured)
     several_envs = len({environment(r) for r in measured}) > 1
     several_streams = len({r.streams for r in measured}) > 1
 
@@ -389,7 +377,7 @@ def plot_streams(results: Iterable[Result], *, unit: str = "workload") -> Figure
             "or pass unit='MiB/s' (or 'auto')"
         )
     concrete = units.pop()
-    environment = _environment_name(measured)
+    environment = environment_names(measured)
     several_envs = len({environment(r) for r in measured}) > 1
     figure: Figure = _figure_class()(figsize=(6.4, 4.4), layout="constrained")
     ax = figure.subplots()
@@ -475,7 +463,7 @@ def plot_backup(results: Iterable[Result]) -> Figure:
         raise ConfigurationError(
             "nothing to plot: no backup or restore step has a successful sample"
         )
-    environment = _environment_name(steps)
+    environment = environment_names(steps)
     several_envs = len({environment(r) for r in steps}) > 1
 
     several_targets = len({target_label(r) for r in steps}) > 1

@@ -13,7 +13,9 @@ the run's own), and removes the run's folders: what cannot be removed comes back
 
 :class:`Housekeeping` is the untimed work both probes do the same way: choosing the
 writer (a storage refusing conditional writes gets HEAD-checked names instead), checking
-names absent, deleting with ``prep_streams`` in flight, and naming a failure's code.
+names absent, deleting with ``prep_streams`` in flight, naming a failure's code, and
+making the call's Result from its repeats (:meth:`Housekeeping.result`);
+:func:`stability_of` and :func:`retried_notice` are the notices both draw from the samples.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from collections.abc import Callable, Sequence
 from attrs import frozen
 
 from storeprobe.backends import AsyncBackend, SyncBackend
+from storeprobe.environment import Environment
 from storeprobe.execution import (
     Leftover,
     bounded,
+    cleanup_notice,
     clear_prefix,
     delete_names,
     execute,
@@ -35,15 +39,29 @@ from storeprobe.execution import (
 from storeprobe.jobs import ABSENT
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import head_plan
-from storeprobe.result import Sample
+from storeprobe.result import Operation, Result, Sample
 from storeprobe.settings import Settings
+from storeprobe.stats import stability_notices
+from storeprobe.strategy import Strategy
 from storeprobe.target import Target
 from storeprobe.transfer import Clock
 from storeprobe.verification import ShortTransferError, VerificationError
+from storeprobe.workload import Workload
 
-__all__ = ["Housekeeping", "Repeated", "Turn", "retried_notice", "run_repeats", "turns"]
+__all__ = [
+    "Housekeeping",
+    "Repeated",
+    "Turn",
+    "retried_notice",
+    "run_repeats",
+    "stability_of",
+    "turns",
+]
 
 Backend = AsyncBackend | SyncBackend
+
+#: protocols of storage on this machine (no cache is suspected of a fast download there)
+_LOCAL = frozenset({"file", "local", "memory"})
 
 
 @frozen(kw_only=True)
@@ -139,6 +157,41 @@ class Housekeeping:
             timeout=self.settings.timeout,
         )
 
+    def result(
+        self,
+        repeated: Repeated,
+        *,
+        prefix: str,
+        notices: Sequence[Notice],
+        operation: Operation,
+        workload: Workload,
+        effective_streams: int,
+        strategy: Strategy,
+        environment: Environment,
+    ) -> Result:
+        """The Result of a probe call from its repeats (samples, errors, warm-ups):
+        warnings ``notices`` (the probe's own, its judgement of the samples among them),
+        then the ``cleanup-incomplete`` one where something remained under ``prefix``;
+        the target's URL, protocol and client, the settings' streams."""
+        warnings = list(notices)
+        if (cleanup := cleanup_notice(prefix, list(repeated.leftovers))) is not None:
+            warnings.append(cleanup)
+        return Result(
+            operation=operation,
+            workload=workload,
+            url=self.target.url,
+            protocol=self.target.protocol,
+            backend=self.target.backend.client,
+            streams=self.settings.streams,
+            effective_streams=effective_streams,
+            strategy=strategy,
+            samples=repeated.samples,
+            errors=repeated.errors,
+            warnings=tuple(warnings),
+            environment=environment,
+            warmup_samples=repeated.warmups,
+        )
+
     def error(self, exc: BaseException, turn: Turn) -> Notice:
         """The error notice of a failed turn: its code from the exception's kind, its
         message scrubbed of secrets (a warm-up's says so; its ``repeat`` is None)."""
@@ -216,6 +269,33 @@ def run_repeats(
         warmups=tuple(warmups),
         errors=tuple(errors),
         leftovers=tuple(left),
+    )
+
+
+def stability_of(
+    samples: Sequence[Sample],
+    rates: Sequence[float],
+    *,
+    operation: str,
+    target: Target,
+    warmup: int,
+) -> list[Notice]:
+    """:func:`~storeprobe.stats.stability_notices` of a probe's measured repeats:
+    ``rates`` has one figure a sample (bytes/s for a transfer, operations/s for metadata),
+    with each sample's window (ns) and CPU fraction (nan where unknown); the target is
+    remote unless its protocol is a local one."""
+    import numpy as np
+
+    return stability_notices(
+        np.array(rates, dtype=np.float64),
+        np.array([sample.elapsed_ns for sample in samples], dtype=np.int64),
+        np.array(
+            [np.nan if s.cpu_fraction is None else s.cpu_fraction for s in samples],
+            dtype=np.float64,
+        ),
+        operation=operation,
+        remote=target.protocol not in _LOCAL,
+        warmup=warmup,
     )
 
 

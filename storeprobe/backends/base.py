@@ -366,10 +366,25 @@ def _steps(
     return make
 
 
-def _has_steps(phases: Sequence[Sequence[Request]]) -> list[Request] | None:
-    """Every request of ``phases`` if one is a multipart step, else None."""
+_U = TypeVar("_U", AsyncUpload, SyncUpload)
+
+
+def _bind(
+    backend: _Hooks[_J],
+    made: Callable[[_Hooks[_J], Sequence[Request], Clock], _U] | None,
+    phases: Sequence[Sequence[Request]],
+    bodies: Sequence[Body | None],
+    landings: Sequence[Landing],
+    clock: Clock,
+) -> tuple[tuple[tuple[_J, ...], ...], _U | None]:
+    """What ``bind`` returns, for either kind of client: the jobs of the plan's phases,
+    and its upload object (made by ``made`` with every request of the plan when one of
+    them is a multipart step; else None)."""
     requests = [request for phase in phases for request in phase]
-    return requests if any(r.kind in STEPS for r in requests) else None
+    upload = None
+    if made is not None and any(r.kind in STEPS for r in requests):
+        upload = made(backend, requests, clock)
+    return arrange(phases, bodies, landings, _steps(backend, upload, clock)), upload
 
 
 class AsyncBackend(_Hooks[AsyncJob], ABC):
@@ -386,14 +401,8 @@ class AsyncBackend(_Hooks[AsyncJob], ABC):
         clock: Clock,
     ) -> AsyncBound:
         """Jobs for ``phases``; ``bodies`` and ``landings`` follow the requests in order."""
-        requests = _has_steps(phases)
-        upload = None
-        if requests is not None and self.upload is not None:
-            upload = self.upload(self, requests, clock)
-        return AsyncBound(
-            phases=arrange(phases, bodies, landings, _steps(self, upload, clock)),
-            abort=None if upload is None else upload.abort,
-        )
+        jobs, upload = _bind(self, self.upload, phases, bodies, landings, clock)
+        return AsyncBound(phases=jobs, abort=None if upload is None else upload.abort)
 
 
 class SyncBackend(_Hooks[SyncJob], ABC):
@@ -409,14 +418,8 @@ class SyncBackend(_Hooks[SyncJob], ABC):
         clock: Clock,
     ) -> SyncBound:
         """Jobs for ``phases``; ``bodies`` and ``landings`` follow the requests in order."""
-        requests = _has_steps(phases)
-        upload = None
-        if requests is not None and self.upload is not None:
-            upload = self.upload(self, requests, clock)
-        return SyncBound(
-            phases=arrange(phases, bodies, landings, _steps(self, upload, clock)),
-            abort=None if upload is None else upload.abort,
-        )
+        jobs, upload = _bind(self, self.upload, phases, bodies, landings, clock)
+        return SyncBound(phases=jobs, abort=None if upload is None else upload.abort)
 
 
 def arrange(

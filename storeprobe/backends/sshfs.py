@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from storeprobe.backends.base import AsyncBackend, AsyncUpload, Capabilities, Landing, source_of
@@ -93,37 +93,13 @@ class SFTPBackend(AsyncBackend):
         return AsyncJob(Kind.GET, get)
 
     def head(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
-        pool: Any = self.fs._pool
-        path = request.key
-
-        async def head() -> Outcome:
-            async with _missing(path), pool.get() as channel:
-                attributes = await channel.stat(path)
-            return Outcome(size=int(attributes.size or 0))
-
-        return AsyncJob(Kind.HEAD, head)
+        return _request(self.fs._pool, Kind.HEAD, request.key, "stat", (request.key,), _size)
 
     def listing(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
-        pool: Any = self.fs._pool
-        path = request.key
-
-        async def listing() -> Outcome:
-            async with _missing(path), pool.get() as channel:
-                names = await channel.listdir(path)
-            return Outcome(size=len([n for n in names if n not in (".", "..")]))
-
-        return AsyncJob(Kind.LIST, listing)
+        return _request(self.fs._pool, Kind.LIST, request.key, "listdir", (request.key,), _entries)
 
     def delete(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
-        pool: Any = self.fs._pool
-        path = request.key
-
-        async def delete() -> Outcome:
-            async with _missing(path), pool.get() as channel:
-                await channel.remove(path)
-            return Outcome()
-
-        return AsyncJob(Kind.DELETE, delete)
+        return _request(self.fs._pool, Kind.DELETE, request.key, "remove", (request.key,), _nothing)
 
     def copy(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> AsyncJob:
         # a copy is a hard link too: OpenSSH's hardlink@openssh.com, no bytes move
@@ -137,15 +113,43 @@ class SFTPBackend(AsyncBackend):
 
     def _relink(self, kind: Kind, request: Request, method: str) -> AsyncJob:
         """One OpenSSH extension request (``link`` or ``posix_rename``) of source to key."""
-        pool: Any = self.fs._pool
-        path, source = request.key, source_of(self.name, request)
+        source = source_of(self.name, request)
+        return _request(self.fs._pool, kind, source, method, (source, request.key), _nothing)
 
-        async def relink() -> Outcome:
-            async with _missing(source), pool.get() as channel:
-                await getattr(channel, method)(source, path)
-            return Outcome()
 
-        return AsyncJob(kind, relink)
+def _request(
+    pool: Any,
+    kind: Kind,
+    missing: str,
+    method: str,
+    args: tuple[str, ...],
+    outcome: Callable[[Any], Outcome],
+) -> AsyncJob:
+    """One SFTP request, the channel's ``method(*args)``, on a channel of ``pool``;
+    asyncssh's "no such file" raised as FileNotFoundError of ``missing``. The answer
+    becomes the Outcome (``outcome(answer)``) once the channel is back in the pool."""
+
+    async def sftp_request() -> Outcome:
+        async with _missing(missing), pool.get() as channel:
+            answer = await getattr(channel, method)(*args)
+        return outcome(answer)
+
+    return AsyncJob(kind, sftp_request)
+
+
+def _size(attributes: Any) -> Outcome:
+    """A HEAD's Outcome: the size of the stat answer's attributes."""
+    return Outcome(size=int(attributes.size or 0))
+
+
+def _entries(names: list[str]) -> Outcome:
+    """A LIST's Outcome: how many names the directory holds (not "." and "..")."""
+    return Outcome(size=len([n for n in names if n not in (".", "..")]))
+
+
+def _nothing(answer: object) -> Outcome:
+    """The Outcome of a request whose answer carries no figure (a delete, a link)."""
+    return Outcome()
 
 
 def _write(pool: Any, request: Request, body: Body | None, flags: int) -> AsyncJob:

@@ -101,7 +101,7 @@ from storeprobe.delta import Signature, SignatureArgs, delta, signature, write_p
 from storeprobe.errors import ConfigurationError
 from storeprobe.manifest import Piece
 from storeprobe.staging import Staging
-from storeprobe.units import parse_size
+from storeprobe.units import format_size, parse_size
 
 __all__ = ["Duplicity"]
 
@@ -577,24 +577,27 @@ def _apply(directory: Path, entry: _Entry, body: _Landed, pending: dict[str, byt
             os.replace(part, target)
 
 
-def _volume_size(value: int | str) -> int:
+def _size_at_least(value: int | str, minimum: int, name: str, why: str, example: str) -> int:
+    """A size option's bytes from ``value`` (bytes, or a size string such as "200MiB"), at
+    least ``minimum``; anything else a ConfigurationError naming the option, ``why`` the
+    minimum is what it is, and an ``example``."""
     size = parse_size(value) if isinstance(value, str) else value
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1 * MiB:
+    if isinstance(size, bool) or not isinstance(size, int) or size < minimum:
         raise ConfigurationError(
-            f"volume_size must be at least 1 MiB (duplicity's --volsize is in MiB), "
-            f"not {value!r}: e.g. '200MiB'"
+            f"{name} must be at least {format_size(minimum)} ({why}), "
+            f"not {value!r}: e.g. {example!r}"
         )
     return size
+
+
+def _volume_size(value: int | str) -> int:
+    return _size_at_least(
+        value, 1 * MiB, "volume_size", "duplicity's --volsize is in MiB", "200MiB"
+    )
 
 
 def _part_size(value: int | str) -> int:
-    size = parse_size(value) if isinstance(value, str) else value
-    if isinstance(size, bool) or not isinstance(size, int) or size < 5 * MiB:
-        raise ConfigurationError(
-            f"s3_multipart_chunk_size must be at least 5 MiB (S3's smallest part), "
-            f"not {value!r}: e.g. '25MiB'"
-        )
-    return size
+    return _size_at_least(value, 5 * MiB, "s3_multipart_chunk_size", "S3's smallest part", "25MiB")
 
 
 @frozen(kw_only=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from storeprobe.errors import ConfigurationError
 from storeprobe.notices import Code
@@ -38,7 +38,7 @@ def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Tabl
     was pushed back.
     """
     check_unit(unit)
-    env_name = _environment_names(results)
+    env_name = environment_names(results)
     extra: list[tuple[str, Callable[[ResultLike], str]]] = [
         (name, label)
         for name, label in (("target", target_label), ("environment", env_name))
@@ -155,13 +155,17 @@ def _mark_column(
         rows[index][column] = Cell(text=old.text, value=old.value, mark=mark)
 
 
-def _environment_names(results: Sequence[ResultLike]) -> Callable[[ResultLike], str]:
-    """Environment name, with the host added where two hosts share one name."""
+_R = TypeVar("_R", bound=ResultLike)
+
+
+def environment_names(results: Sequence[_R]) -> Callable[[_R], str]:
+    """Environment name, with the host added where two hosts share one name (the name
+    of a column in the tables and of a series in the plots)."""
     hosts: dict[str, set[str]] = {}
     for r in results:
         hosts.setdefault(r.environment.name, set()).add(r.environment.hostname)
 
-    def name(result: ResultLike) -> str:
+    def name(result: _R) -> str:
         env = result.environment
         return env.name if len(hosts[env.name]) == 1 else f"{env.name} @ {env.hostname}"
 
@@ -206,7 +210,7 @@ def comparison_tables(
         raise ConfigurationError(f"by must be 'environment' or 'probe', not {by!r}")
     if not results:
         return []
-    env_name = _environment_names(results)
+    env_name = environment_names(results)
     legend = crown_legend(crown, tie, confidence)
     tables: list[Table] = []
     if by == "environment":

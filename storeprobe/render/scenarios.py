@@ -8,7 +8,7 @@ from typing import Protocol
 from storeprobe.cost import PriceSheet, money, scenario_cost
 from storeprobe.render.core import ResultLike
 from storeprobe.render.lines import target_label
-from storeprobe.render.results import _environment_names
+from storeprobe.render.results import environment_names
 from storeprobe.render.tables import Cell, Table
 from storeprobe.step import Step
 from storeprobe.units import MiB
@@ -50,7 +50,7 @@ def backup_tables(
         assert result.step is not None
         kind = result.workload.label.split(" ", 1)[0]
         groups.setdefault((result.step.method, kind), []).append(result)
-    env_name = _environment_names(steps)
+    env_name = environment_names(steps)
     several_envs = len({env_name(r) for r in steps}) > 1
     tables: list[Table] = []
     for (method, kind), members in groups.items():
