@@ -21,6 +21,7 @@ making the call's Result from its repeats (:meth:`Housekeeping.result`);
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Callable, Sequence
 
 from attrs import frozen
@@ -110,6 +111,11 @@ class Repeated:
     leftovers: tuple[Leftover, ...]
 
 
+#: each backend's writer once its conditional-write check has answered (see
+#: :meth:`Housekeeping.writer`); gone with the backend
+_WRITERS: weakref.WeakKeyDictionary[Backend, Backend] = weakref.WeakKeyDictionary()
+
+
 @frozen(kw_only=True)
 class Housekeeping:
     """The untimed steps around a probe's windows, the same for every probe."""
@@ -119,10 +125,16 @@ class Housekeeping:
     clock: Clock
 
     def writer(self, prefix: str, written: list[str]) -> Backend:
-        """The backend that writes, decided once: conditional writes checked (untimed)."""
+        """The backend that writes, decided once per backend: conditional writes checked
+        (untimed) by the first probe call on it, the answer kept for the calls after it
+        (whether a storage takes If-None-Match does not change within a run; the check
+        costs two round trips per call otherwise)."""
         backend = self.target.backend
         if not backend.capabilities.checks_conditional_writes:
             return backend
+        known = _WRITERS.get(backend)
+        if known is not None:
+            return known
         probe_key = f"{prefix}/conditional-write-check"
         written.append(probe_key)
         found: list[object] = []
@@ -134,6 +146,7 @@ class Housekeeping:
             return backend
         writer = found[0]
         assert isinstance(writer, AsyncBackend | SyncBackend)
+        _WRITERS[backend] = writer
         return writer
 
     def check_absent(self, writer: Backend, names: Sequence[str]) -> None:

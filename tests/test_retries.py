@@ -86,6 +86,7 @@ def test_what_is_retried() -> None:
     assert retryable(_error(429))
     assert not retryable(_error(403))
     assert not retryable(_error(404))
+    assert not retryable(_error(501))  # not implemented: the fallback decides, at once
     assert retryable(obstore.exceptions.GenericError("HTTP error: error sending request"))
     untrusted = "HTTP error: error sending request ... InvalidCertificate(UnknownIssuer)"
     assert not retryable(obstore.exceptions.GenericError(untrusted))

@@ -312,6 +312,29 @@ def test_storage_taking_conditional_writes_keeps_them(
     assert tree(s3_bucket_dir) == before
 
 
+@CLIENTS
+@pytest.mark.parametrize("refused", [False, True], ids=["taken", "refused"])
+def test_the_conditional_write_check_runs_once_per_backend(
+    counting_proxy: CountingProxy, s3_bucket_dir: Path, client: str, refused: bool
+) -> None:
+    # two round trips per probe call otherwise (0.2 s at 100 ms): the first call's answer
+    # is kept, and every call still says what it did
+    if refused:
+        counting_proxy.refuse_header = "if-none-match"
+    options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
+    before = tree(s3_bucket_dir)
+    probe = Probe.from_url("s3://bench/once", options, client=client, repeats=1)
+    counting_proxy.reset()
+    results = [probe.upload(SMALLISH), probe.download(SMALLISH), probe.upload(SMALLISH)]
+    assert all(r.ok for r in results), [r.errors for r in results]
+    checks = [t for t in counting_proxy.targets if "conditional-write-check" in t[1]]
+    assert [method for method, _ in checks if method == "PUT"] == ["PUT"]
+    for result in results:
+        said = Code.NO_CONDITIONAL_WRITE in [w.code for w in result.warnings]
+        assert said is refused
+    assert tree(s3_bucket_dir) == before
+
+
 def test_exit_waits_for_threads_foreign_to_threading_to_leave_python() -> None:
     """obstore's tokio threads hand results over in Python; at exit they are let finish
     (a thread killed by finalization there aborts the process), within a bound."""

@@ -13,6 +13,7 @@ twice the previous, at most 15 s), and counts every retry, every answer and ever
 pushback (503, 429) in a :class:`~storeprobe.backends.attempts.Tally`.
 
 Retried, as object_store retries them (its ``RetryableRequest``): answers with status 5xx
+(but 501 Not Implemented, which no retry mends and object_store retries all the same)
 or 429; transport errors of kind ``Connect`` or ``Request`` (a refused or dropped
 connection, a request not sent: ``error sending request``), except a TLS certificate the
 client did not trust, which no retry mends; and, for an idempotent request (every one
@@ -98,7 +99,9 @@ def retryable(exc: BaseException, *, idempotent: bool = True) -> bool:
         return False
     status = _status(exc)
     if status is not None:
-        return status >= 500 or status == 429
+        # 501 Not Implemented is a server saying it lacks the feature (a conditional
+        # write, a bulk delete): object_store retries it as any 5xx, no retry mends it
+        return (status >= 500 and status != 501) or status == 429
     text = str(exc)
     if any(mark in text for mark in _TLS_MARKS):
         return False
