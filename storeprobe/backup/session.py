@@ -275,10 +275,14 @@ class Session:
 
     def get_windows(self, reads: Sequence[Read]) -> Iterator[list[bytes]]:
         """The reads of :meth:`get`, one window at a time: each window's bytes, in order,
-        before the next window runs (so the caller holds one window's bytes). A read's
-        size is its range, or the size this session wrote under its key."""
+        before the next window runs (so the caller holds one window's bytes: the list
+        handed out is emptied before the next window is read, so a ``for bodies in
+        get_windows(...)`` loop does not keep it through the next read). A read's size is
+        its range, or the size this session wrote under its key."""
         for run in windows(self._sizes(reads), self.budget):
-            yield self._get([reads[i] for i in run])
+            bodies = self._get([reads[i] for i in run])
+            yield bodies
+            bodies.clear()
 
     def get_each(self, reads: Sequence[Read]) -> Iterator[bytes]:
         """The bytes of each read of :meth:`get_windows`, one at a time and in order: a
@@ -296,7 +300,8 @@ class Session:
         client that lands a read in a file (``lands_in_file``: the local disk, S3), lands
         in a :class:`~storeprobe.staging.Staging` file written as its bytes arrive (one
         GET as in memory; the file is zeroed and fsynced before its window, as a probe's
-        staged download). The caller reads it and closes it."""
+        staged download). The caller reads it and closes it. As with
+        :meth:`get_windows`, the list handed out is emptied before the next window runs."""
         sizes = self._sizes(reads)
         lands = self.target.backend.capabilities.lands_in_file
         for run in windows(sizes, self.budget):
@@ -308,17 +313,21 @@ class Session:
                 for i in run
             ]
             try:
-                if not any(staged):
-                    yield list(self._get(some))
-                    continue
-                bodies = self._get(some, landings=staged)
+                bodies: list[bytes | Staging] = (
+                    list(self._get(some, landings=staged)) if any(staged) else list(self._get(some))
+                )
             except BaseException:
                 for staging in staged:
                     if staging is not None:
                         staging.close()
                 raise
-            yield [b if s is None else s for b, s in zip(bodies, staged, strict=True)]
-            del bodies
+            if any(staged):
+                bodies = [b if s is None else s for b, s in zip(bodies, staged, strict=True)]
+            del staged
+            yield bodies
+            # the caller's loop variable still names this list while the next window is
+            # read: emptied, it holds none of this window's bytes
+            bodies.clear()
 
     @property
     def stage_above(self) -> int:
