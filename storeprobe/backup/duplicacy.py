@@ -257,6 +257,31 @@ def _cut(cutter: Cutter, blocks: Iterable[bytes]) -> Iterator[bytes]:
         base = end
 
 
+def _cut_stream(stream: _Stream, cutter: Cutter) -> tuple[list[_Chunk], dict[str, str]]:
+    """The chunks of ``stream`` (CPU only) and the BLAKE2b-256 of each of its files.
+
+    Each file's hash is fed while the stream passes through it and finished once its last
+    byte is hashed: a few files' hash states are held at a time, not every file's."""
+    made: list[_Chunk] = []
+    hashes: dict[str, hashlib.blake2b] = {}
+    digests: dict[str, str] = {}
+    position = 0
+    for data in _cut(cutter, _blocks(stream.pieces(0, stream.size))):
+        pieces = stream.pieces(position, position + len(data))
+        offset = 0
+        for piece in pieces:
+            path = piece.file.path
+            if path not in hashes:
+                hashes[path] = hashlib.blake2b(digest_size=32)
+            hashes[path].update(data[offset : offset + piece.length])
+            offset += piece.length
+            if piece.offset + piece.length == piece.file.size:
+                digests[path] = hashes.pop(path).hexdigest()
+        made.append(_Chunk(id=chunk_id(data), size=len(data), segments=pieces))
+        position += len(data)
+    return made, digests
+
+
 @define
 class _DuplicacyReplay(Replay):
     method: Duplicacy
@@ -408,18 +433,8 @@ class _DuplicacyReplay(Replay):
                 changed.append(file)
         stream = _Stream(version, changed)
         cutter = self.method.cutter(self.method.chunking.average)
-        made: list[_Chunk] = []
-        hashes = {f.path: hashlib.blake2b(digest_size=32) for f in stream.files}
+        made, digests = _cut_stream(stream, cutter)
         where = {f.path: i for i, f in enumerate(stream.files)}
-        position = 0
-        for data in _cut(cutter, _blocks(stream.pieces(0, stream.size))):
-            pieces = stream.pieces(position, position + len(data))
-            offset = 0
-            for piece in pieces:
-                hashes[piece.file.path].update(data[offset : offset + piece.length])
-                offset += piece.length
-            made.append(_Chunk(id=chunk_id(data), size=len(data), segments=pieces))
-            position += len(data)
         ends: list[int] = []
         total = 0
         for chunk in made:
@@ -451,7 +466,7 @@ class _DuplicacyReplay(Replay):
                 refs = [("made", i) for i in range(first, final + 1)]
                 start_offset = begin - (ends[first - 1] if first else 0)
                 end_offset = begin + file.size - (ends[final - 1] if final else 0)
-                digest = hashes[file.path].hexdigest()
+                digest = digests[file.path]
             if refs[0] != last_ref:
                 order.append(refs[0])
             order.extend(refs[1:])

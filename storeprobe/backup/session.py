@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterator, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 from attrs import define, field, frozen
+from fsspec import AbstractFileSystem
 
 from storeprobe.backends import AsyncBackend, Landing, SyncBackend
 from storeprobe.backends.attempts import Attempts, between, summed
@@ -568,11 +569,22 @@ class Session:
         fs.invalidate_cache()
         found: list[tuple[int, int]] = []
 
+        def listed() -> Iterator[tuple[str, dict[str, Any]]]:
+            # a client whose find is fsspec's own (a walk, folder by folder: the local
+            # disk, SFTP) is walked here folder by folder, so one folder's entries are held
+            # at a time instead of the whole tree's (the same listings, the same entries)
+            if type(fs).find is not AbstractFileSystem.find:
+                yield from fs.find(self.prefix, detail=True).items()
+                return
+            for _, _, files in fs.walk(self.prefix, detail=True):
+                # keyed by base name: the entry holds the full name, as find gives it
+                yield from ((entry["name"], entry) for entry in files.values())
+
         def walk() -> None:
-            entries = fs.find(self.prefix, detail=True)
             seen: set[object] = set()
-            total = 0
-            for name, entry in entries.items():
+            total = count = 0
+            for name, entry in listed():
+                count += 1
                 inode = entry.get("ino")
                 same: object = None
                 if inode is not None:
@@ -585,7 +597,7 @@ class Session:
                         continue
                     seen.add(same)
                 total += int(entry.get("size") or 0)
-            found.append((len(entries), total))
+            found.append((count, total))
 
         bounded(walk, self.timeout)
         return found[0]
