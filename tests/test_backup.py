@@ -420,6 +420,37 @@ def test_a_small_window_budget_keeps_the_requests_and_restores_every_byte(
     assert made[1] > made[0]
 
 
+def test_a_restore_holds_no_earlier_window_while_it_reads_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restore's windows one at a time: while a window is read, no list of bodies handed
+    out before it still holds anything (a caller's ``for bodies in ...`` loop keeps its
+    last list through the next read; the session empties it first)."""
+    handed: list[list[Any]] = []
+    held_during_reads: list[int] = []
+    staged_windows, get = Session.get_staged_windows, Session._get
+
+    def watched(self: Session, reads: Any) -> Any:
+        for bodies in staged_windows(self, reads):
+            handed.append(bodies)
+            yield bodies
+
+    def reading(self: Session, *args: Any, **kwargs: Any) -> Any:
+        held_during_reads.append(sum(len(bodies) for bodies in handed))
+        return get(self, *args, **kwargs)
+
+    monkeypatch.setattr(Session, "get_staged_windows", watched)
+    monkeypatch.setattr(Session, "_get", reading)
+    monkeypatch.setattr(session_module, "WINDOW_BUDGET", 64 * 1024)
+    results = Probe.from_url(str(tmp_path)).backup_restore(
+        TREE, versions=[TREE, TREE.evolve(seed=1)], method="files"
+    )
+    assert all(r.ok for r in results), [r.errors for r in results]
+    assert len(handed) > 2  # several windows per restore
+    assert held_during_reads
+    assert set(held_during_reads) == {0}
+
+
 def test_an_object_larger_than_a_window_is_staged_both_ways(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
