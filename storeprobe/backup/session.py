@@ -43,7 +43,7 @@ from storeprobe.backup.objects import Blob, BlobPayloads, Read
 from storeprobe.execution import Leftover, bounded, delete_names, execute, remove_folders
 from storeprobe.jobs import EXISTENCE, release_parts, settling
 from storeprobe.planning import Plan
-from storeprobe.request import Body, Kind, Part, Request
+from storeprobe.request import Body, Kind, Outcome, Part, Request
 from storeprobe.staging import Staging
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Run
@@ -86,6 +86,20 @@ def windows(sizes: Sequence[int], budget: int = WINDOW_BUDGET) -> list[range]:
     if start < len(sizes):
         runs.append(range(start, len(sizes)))
     return runs
+
+
+#: the outcome a step keeps of a request that made one request of its own kind
+_PLAIN = Outcome()
+
+
+def _kept(run: Run) -> Run:
+    """What a step keeps of a window until it ends: its timings and, of each outcome,
+    only how many requests of which kind it made (what ``Run.requests_by_kind`` reads).
+    Not the bytes read (a restore's reads would all stay in memory until the step ends),
+    nor a tuple of sizes per request: 8 bytes per request instead of about 150."""
+    return attrs.evolve(
+        run, outcomes=tuple(Outcome(wire=o.wire) if o.wire else _PLAIN for o in run.outcomes)
+    )
 
 
 @frozen
@@ -205,7 +219,7 @@ class Session:
     def _record(self, run: Run, attempts: Attempts | None) -> None:
         """Keep the window's record and what the client's retry machinery saw in it;
         tell the progress it closed (after it, untimed)."""
-        self.runs.append(run)
+        self.runs.append(_kept(run))
         self.attempts.append(attempts)
         if self.progress is not None:
             self.progress.window(sum(o.sent + o.received for o in run.outcomes))
@@ -357,12 +371,7 @@ class Session:
         )
         run = self._window(plan, landings=landings)
         received = [outcome.data for outcome in run.outcomes]
-        # the step keeps the window's record, not the bytes it read (a restore's reads
-        # would otherwise all stay in memory until the step ends)
-        self.runs[-1] = attrs.evolve(
-            run, outcomes=tuple(outcome._replace(data=None) for outcome in run.outcomes)
-        )
-        del run
+        del run  # the step keeps its record without the bytes read (see _kept)
         bodies: list[bytes] = []
         for index, data in enumerate(received):  # one copy at a time: a window, not two
             received[index] = None
