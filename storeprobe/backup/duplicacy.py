@@ -515,18 +515,26 @@ class _DuplicacyReplay(Replay):
                 ).encode()
                 + b"\n"
             )
-        lengths = [self.stored[cid].size for cid in ids]
-        texts = {
-            "files": b"".join(lines),
-            "chunks": json.dumps(list(ids)).encode(),
-            "lengths": json.dumps(lengths).encode(),
-        }
         made: list[_Chunk] = []
         sequences: dict[str, tuple[str, ...]] = {}
-        for name, text in texts.items():
+        for name in ("files", "chunks", "lengths"):
+            # each sequence made when it is cut, and fed to the cutter a block at a time
+            # (the cut does not depend on the blocks): its text held once beside its chunks
+            if name == "files":
+                text = b"".join(lines)
+                lines.clear()
+            elif name == "chunks":
+                text = json.dumps(list(ids)).encode()
+            else:
+                text = json.dumps([self.stored[cid].size for cid in ids]).encode()
             cutter = self.method.cutter(self.method.metadata_chunk_size)
-            pieces = [data for data in _cut(cutter, [text]) if data]
-            chunks = [_Chunk(id=chunk_id(d), size=len(d), segments=(d,)) for d in pieces]
+            blocks = (text[at : at + BLOCK] for at in range(0, len(text), BLOCK))
+            chunks = [
+                _Chunk(id=chunk_id(d), size=len(d), segments=(d,))
+                for d in _cut(cutter, blocks)
+                if d
+            ]
+            del text, blocks
             made.extend(chunks)
             sequences[name] = tuple(c.id for c in chunks)
         description = json.dumps(
