@@ -248,13 +248,19 @@ def _cut(cutter: Cutter, blocks: Iterable[bytes]) -> Iterator[bytes]:
     for block in blocks:
         held += block
         for end in cutter.feed(block):
-            yield bytes(held[: end - base])
-            del held[: end - base]
+            yield _take(held, end - base)
             base = end
     for end in cutter.finish():
-        yield bytes(held[: end - base])
-        del held[: end - base]
+        yield _take(held, end - base)
         base = end
+
+
+def _take(held: bytearray, length: int) -> bytes:
+    """The first ``length`` bytes of ``held``, removed from it (one copy, not two)."""
+    with memoryview(held) as view:
+        taken = bytes(view[:length])
+    del held[:length]
+    return taken
 
 
 def _cut_stream(stream: _Stream, cutter: Cutter) -> tuple[list[_Chunk], dict[str, str]]:
@@ -269,14 +275,16 @@ def _cut_stream(stream: _Stream, cutter: Cutter) -> tuple[list[_Chunk], dict[str
     for data in _cut(cutter, _blocks(stream.pieces(0, stream.size))):
         pieces = stream.pieces(position, position + len(data))
         offset = 0
+        view = memoryview(data)
         for piece in pieces:
             path = piece.file.path
             if path not in hashes:
                 hashes[path] = hashlib.blake2b(digest_size=32)
-            hashes[path].update(data[offset : offset + piece.length])
+            hashes[path].update(view[offset : offset + piece.length])
             offset += piece.length
             if piece.offset + piece.length == piece.file.size:
                 digests[path] = hashes.pop(path).hexdigest()
+        view.release()
         made.append(_Chunk(id=chunk_id(data), size=len(data), segments=pieces))
         position += len(data)
     return made, digests
