@@ -3,6 +3,7 @@ S3 through obstore and s3fs on ``rclone serve s3``, SFTP on OpenSSH)."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -548,3 +549,27 @@ def test_a_file_above_the_part_threshold_is_a_multipart_upload_restored_byte_for
     assert [c.get("put-part") for c in backups] == [5, 5], backups  # ⌈24 / 5⌉ parts each
     # s3fs: the image staged once per backup; obstore is handed the blob whole
     assert staged == ([image.total_bytes] * 2 if client == "s3fs" else [])
+
+
+def test_the_local_scan_of_usage_sees_what_fsspec_find_sees(tmp_path: Path) -> None:
+    """The space a step uses on the local disk is counted from a scan, entry by entry:
+    the same files, sizes, inodes and link counts as fsspec's ``find`` (hard links,
+    symbolic links to a file, to a folder and dangling)."""
+    import fsspec
+
+    from storeprobe.backup.session import _scanned
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "x").write_bytes(b"12345")
+    os.link(tmp_path / "a" / "x", tmp_path / "a" / "b" / "y")
+    (tmp_path / "z").write_bytes(b"1")
+    os.symlink(tmp_path / "z", tmp_path / "a" / "l")
+    os.symlink(tmp_path / "gone", tmp_path / "a" / "dangling")
+    os.symlink(tmp_path / "a" / "b", tmp_path / "folder-link")
+    found = fsspec.filesystem("file").find(str(tmp_path), detail=True)
+
+    def seen(entries: Any) -> dict[str, tuple[int, int, int]]:
+        return {name: (e["size"], e["ino"], e["nlink"]) for name, e in entries}
+
+    assert len(found) == 6
+    assert seen(_scanned(str(tmp_path))) == seen(found.items())

@@ -29,6 +29,7 @@ space the target holds (:meth:`Session.usage`, hard links counted once, as ``du`
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
@@ -36,6 +37,7 @@ from typing import Any, Protocol
 import attrs
 from attrs import define, field, frozen
 from fsspec import AbstractFileSystem
+from fsspec.implementations.local import LocalFileSystem
 
 from storeprobe.backends import AsyncBackend, Landing, SyncBackend
 from storeprobe.backends.attempts import Attempts, between, summed
@@ -100,6 +102,25 @@ def _kept(run: Run) -> Run:
     return attrs.evolve(
         run, outcomes=tuple(Outcome(wire=o.wire) if o.wire else _PLAIN for o in run.outcomes)
     )
+
+
+def _scanned(folder: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every file under ``folder`` (the local disk), with what fsspec's ``info`` says of
+    its size, inode and link count (a symbolic link: its own inode, its target's size, 0
+    when dangling), one at a time."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                yield from _scanned(entry.path)
+                continue
+            own = entry.stat(follow_symlinks=False)
+            size = own.st_size
+            if entry.is_symlink():
+                try:
+                    size = entry.stat(follow_symlinks=True).st_size
+                except OSError:  # a dangling link, as fsspec counts it
+                    size = 0
+            yield entry.path, {"size": size, "ino": own.st_ino, "nlink": own.st_nlink}
 
 
 @frozen
@@ -582,6 +603,11 @@ class Session:
             # a client whose find is fsspec's own (a walk, folder by folder: the local
             # disk, SFTP) is walked here folder by folder, so one folder's entries are held
             # at a time instead of the whole tree's (the same listings, the same entries)
+            if isinstance(fs, LocalFileSystem):
+                # the local disk: each entry's stat as it is scanned (its ls holds a
+                # folder's info dicts at once, about 1 KB each: a chunk store's one folder)
+                yield from _scanned(fs._strip_protocol(self.prefix))
+                return
             if type(fs).find is not AbstractFileSystem.find:
                 yield from fs.find(self.prefix, detail=True).items()
                 return
