@@ -3,6 +3,7 @@ S3 through obstore and s3fs on ``rclone serve s3``, SFTP on OpenSSH)."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -426,6 +427,37 @@ def test_a_small_window_budget_keeps_the_requests_and_restores_every_byte(
     assert made[1] > made[0]
 
 
+def test_a_restore_holds_no_earlier_window_while_it_reads_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restore's windows one at a time: while a window is read, no list of bodies handed
+    out before it still holds anything (a caller's ``for bodies in ...`` loop keeps its
+    last list through the next read; the session empties it first)."""
+    handed: list[list[Any]] = []
+    held_during_reads: list[int] = []
+    staged_windows, get = Session.get_staged_windows, Session._get
+
+    def watched(self: Session, reads: Any) -> Any:
+        for bodies in staged_windows(self, reads):
+            handed.append(bodies)
+            yield bodies
+
+    def reading(self: Session, *args: Any, **kwargs: Any) -> Any:
+        held_during_reads.append(sum(len(bodies) for bodies in handed))
+        return get(self, *args, **kwargs)
+
+    monkeypatch.setattr(Session, "get_staged_windows", watched)
+    monkeypatch.setattr(Session, "_get", reading)
+    monkeypatch.setattr(session_module, "WINDOW_BUDGET", 64 * 1024)
+    results = Probe.from_url(str(tmp_path)).backup_restore(
+        TREE, versions=[TREE, TREE.evolve(seed=1)], method="files"
+    )
+    assert all(r.ok for r in results), [r.errors for r in results]
+    assert len(handed) > 2  # several windows per restore
+    assert held_during_reads
+    assert set(held_during_reads) == {0}
+
+
 def test_an_object_larger_than_a_window_is_staged_both_ways(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -523,3 +555,27 @@ def test_a_file_above_the_part_threshold_is_a_multipart_upload_restored_byte_for
     assert [c.get("put-part") for c in backups] == [5, 5], backups  # ⌈24 / 5⌉ parts each
     # s3fs: the image staged once per backup; obstore is handed the blob whole
     assert staged == ([image.total_bytes] * 2 if client == "s3fs" else [])
+
+
+def test_the_local_scan_of_usage_sees_what_fsspec_find_sees(tmp_path: Path) -> None:
+    """The space a step uses on the local disk is counted from a scan, entry by entry:
+    the same files, sizes, inodes and link counts as fsspec's ``find`` (hard links,
+    symbolic links to a file, to a folder and dangling)."""
+    import fsspec
+
+    from storeprobe.backup.session import _scanned
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "x").write_bytes(b"12345")
+    os.link(tmp_path / "a" / "x", tmp_path / "a" / "b" / "y")
+    (tmp_path / "z").write_bytes(b"1")
+    os.symlink(tmp_path / "z", tmp_path / "a" / "l")
+    os.symlink(tmp_path / "gone", tmp_path / "a" / "dangling")
+    os.symlink(tmp_path / "a" / "b", tmp_path / "folder-link")
+    found = fsspec.filesystem("file").find(str(tmp_path), detail=True)
+
+    def seen(entries: Any) -> dict[str, tuple[int, int, int]]:
+        return {name: (e["size"], e["ino"], e["nlink"]) for name, e in entries}
+
+    assert len(found) == 6
+    assert seen(_scanned(str(tmp_path))) == seen(found.items())

@@ -114,6 +114,31 @@ def test_the_manifest_names_each_files_size_and_objects(tree: Tree) -> None:
 
 
 # -- map_chunks ---------------------------------------------------------------------------
+def test_map_chunks_over_a_previous_map_shares_what_is_unchanged(tree: Tree) -> None:
+    """A map made over an earlier version's map is the map made alone (objects in the same
+    order, the same manifest) and shares the earlier one's chunks and unchanged files."""
+    chunking = Chunking(average=4 * KiB)
+    first = map_chunks("p", tree, chunking)
+    later = tree.evolve(seed=2)
+    alone = map_chunks("p", later, chunking)
+    shared = map_chunks("p", later, chunking, previous=first)
+    assert shared.manifest() == alone.manifest()
+    assert list(shared.objects) == list(alone.objects)
+    assert {k: s.size for k, s in shared.objects.items()} == {
+        k: s.size for k, s in alone.objects.items()
+    }
+    for key, stored in shared.objects.items():  # the same bytes, wherever they come from
+        assert Pieces([stored.piece]).payload_bytes(0) == Pieces(
+            [alone.objects[key].piece]
+        ).payload_bytes(0)
+    unchanged = [f.path for f in later.files if f in tree.files]
+    assert unchanged
+    assert all(shared.layout[path] is first.layout[path] for path in unchanged)
+    common = set(first.objects) & set(shared.objects)
+    assert common
+    assert all(shared.objects[key] is first.objects[key] for key in common)
+
+
 def test_map_chunks_names_each_distinct_chunk_by_its_hash(tree: Tree) -> None:
     version = map_chunks("p", tree, Chunking(average=4 * KiB))
     for key, stored in version.objects.items():

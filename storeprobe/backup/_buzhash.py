@@ -20,8 +20,10 @@ The window never reaches back before its chunk's start (``e ≥ s + minimum``), 
 hash at ``e`` depends on the stream alone and is computed for every position at once with
 numpy, one block at a time: with ``U_j = rotr(T[b_j], j mod 64)`` and ``Q`` the prefix
 XOR of ``U``, the window hash at ``e`` is ``rotl(Q[e] ^ Q[e - minimum], (e - 1) mod 64)``.
-Memory: about 8 bytes per byte of ``minimum`` plus the block (8 MiB for Duplicacy's
-1 MiB minimum), whatever the stream's length. Sizes are in bytes.
+Memory: buffers made once per cutter and reused for every pass, about 24 bytes per byte
+of ``minimum`` plus 42 per byte of a pass (26 MiB and 10.5 MiB for Duplicacy's 1 MiB
+minimum), whatever the stream's length (arrays made per block fragmented the heap: a
+process's resident set grew with the stream). Sizes are in bytes.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ __all__ = ["BLOCK", "Cutter"]
 
 #: bytes the cutter hashes per numpy pass (input blocks are gathered up to this)
 BLOCK = 1 << 20
+#: bytes hashed per pass over the reused buffers (a block is hashed in passes of these)
+_PASS = 1 << 18
 
 _U64 = npt.NDArray[np.uint64]
 _SIXTY_THREE = np.uint64(63)
@@ -79,29 +83,64 @@ class Cutter:
         self._turned = _rotate_left(table[np.newaxis, :], turns[:, np.newaxis]).ravel()
         #: rotl(x, s) & mask == 0 exactly when x & rotr(mask, s) == 0: the masks by s
         self._masks = _rotate_left(np.full(64, self.mask, dtype=np.uint64), -turns & _SIXTY_THREE)
-        #: Q[position - minimum … position] (Q[k] = 0 for k ≤ 0)
-        self._history: _U64 = np.zeros(minimum + 1, dtype=np.uint64)
+        # Q on a tape: Q[position - k] at tape[at - 1 - k] for k = 0 … minimum (Q[k] = 0
+        # for k ≤ 0); a pass appends its Q after them, and once the tape is full its last
+        # minimum + 1 values move to its front (no overlap: the tape is long enough). All
+        # buffers are made once and reused: no array is allocated per pass
+        span = minimum + 1
+        self._tape: _U64 = np.zeros(3 * span + _PASS, dtype=np.uint64)
+        self._at = span
+        self._steps = np.arange(_PASS, dtype=np.int64)
+        self._phase = np.empty(_PASS, dtype=np.int64)
+        self._index = np.empty(_PASS, dtype=np.int64)
+        self._spread: _U64 = np.empty(_PASS, dtype=np.uint64)
+        self._mixed: _U64 = np.empty(_PASS, dtype=np.uint64)
+        self._masked: _U64 = np.empty(_PASS, dtype=np.uint64)
+        self._zero = np.empty(_PASS, dtype=np.bool_)
         self._position = 0
         self._start = 0
         self._candidates: list[int] = []
 
     def _hash_block(self, data: bytes) -> None:
-        count = len(data)
-        begin = self._position
         symbols = np.frombuffer(data, dtype=np.uint8)
-        phase = np.arange(begin, begin + count, dtype=np.int64) & 63  # j mod 64 (e - 1)
-        spread = self._turned[(((-phase) & 63) << 8) | symbols]
-        prefix = np.bitwise_xor.accumulate(spread)
-        prefix ^= self._history[-1]
-        joined = np.concatenate((self._history, prefix))
+        for at in range(0, symbols.size, _PASS):
+            self._hash_pass(symbols[at : at + _PASS])
+
+    def _hash_pass(self, symbols: npt.NDArray[np.uint8]) -> None:
+        """Hash ``symbols`` (at most ``_PASS`` bytes): their window hashes tested against
+        the mask, the positions that pass kept as candidate ends."""
+        count = symbols.size
+        begin = self._position
         window = self.minimum
-        # positions e = begin + 1 … begin + count: Q[e] = joined[window + 1:], Q[e - window]
-        # = joined[1 : count + 1]; the hash is rotl(Q[e] ^ Q[e - window], e - 1), tested
-        # against the mask without rotating it
-        mixed = joined[window + 1 :] ^ joined[1 : count + 1]
-        hits = np.flatnonzero((mixed & self._masks[phase]) == 0) + (begin + 1)
+        tape, at = self._tape, self._at
+        if at + count > tape.size:
+            tape[: window + 1] = tape[at - window - 1 : at]
+            at = window + 1
+        phase = self._phase[:count]
+        np.add(self._steps[:count], begin, out=phase)
+        phase &= 63  # j mod 64 (e - 1)
+        index = self._index[:count]
+        np.negative(phase, out=index)
+        index &= 63
+        index <<= 8
+        index |= symbols
+        spread = self._spread[:count]
+        np.take(self._turned, index, out=spread)
+        prefix = tape[at : at + count]  # Q[e] for e = begin + 1 … begin + count
+        np.bitwise_xor.accumulate(spread, out=prefix)
+        prefix ^= tape[at - 1]
+        # the hash is rotl(Q[e] ^ Q[e - window], e - 1), tested against the mask without
+        # rotating it; Q[e - window] for e = begin + 1 … is at tape[at - window …]
+        mixed = self._mixed[:count]
+        np.bitwise_xor(prefix, tape[at - window : at - window + count], out=mixed)
+        masked = self._masked[:count]
+        np.take(self._masks, phase, out=masked)
+        mixed &= masked
+        zero = self._zero[:count]
+        np.equal(mixed, 0, out=zero)
+        hits = np.flatnonzero(zero) + (begin + 1)
         self._candidates.extend(int(e) for e in hits if e >= window)
-        self._history = joined[-(window + 1) :].copy()
+        self._at = at + count
         self._position = begin + count
 
     def _ends(self, final: bool) -> Iterator[int]:

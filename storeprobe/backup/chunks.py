@@ -43,6 +43,7 @@ class _ChunksReplay(Replay):
                 version,
                 self.chunking,
                 lambda done: session.worked("chunked", done),
+                previous=self.maps.get(version.version - 1),
             )
         return self.maps[version.version]
 

@@ -253,13 +253,46 @@ def _cut(cutter: Cutter, blocks: Iterable[bytes]) -> Iterator[bytes]:
     for block in blocks:
         held += block
         for end in cutter.feed(block):
-            yield bytes(held[: end - base])
-            del held[: end - base]
+            yield _take(held, end - base)
             base = end
     for end in cutter.finish():
-        yield bytes(held[: end - base])
-        del held[: end - base]
+        yield _take(held, end - base)
         base = end
+
+
+def _take(held: bytearray, length: int) -> bytes:
+    """The first ``length`` bytes of ``held``, removed from it (one copy, not two)."""
+    with memoryview(held) as view:
+        taken = bytes(view[:length])
+    del held[:length]
+    return taken
+
+
+def _cut_stream(stream: _Stream, cutter: Cutter) -> tuple[list[_Chunk], dict[str, str]]:
+    """The chunks of ``stream`` (CPU only) and the BLAKE2b-256 of each of its files.
+
+    Each file's hash is fed while the stream passes through it and finished once its last
+    byte is hashed: a few files' hash states are held at a time, not every file's."""
+    made: list[_Chunk] = []
+    hashes: dict[str, hashlib.blake2b] = {}
+    digests: dict[str, str] = {}
+    position = 0
+    for data in _cut(cutter, _blocks(stream.pieces(0, stream.size))):
+        pieces = stream.pieces(position, position + len(data))
+        offset = 0
+        view = memoryview(data)
+        for piece in pieces:
+            path = piece.file.path
+            if path not in hashes:
+                hashes[path] = hashlib.blake2b(digest_size=32)
+            hashes[path].update(view[offset : offset + piece.length])
+            offset += piece.length
+            if piece.offset + piece.length == piece.file.size:
+                digests[path] = hashes.pop(path).hexdigest()
+        view.release()
+        made.append(_Chunk(id=chunk_id(data), size=len(data), segments=pieces))
+        position += len(data)
+    return made, digests
 
 
 @define
@@ -413,18 +446,8 @@ class _DuplicacyReplay(Replay):
                 changed.append(file)
         stream = _Stream(version, changed)
         cutter = self.method.cutter(self.method.chunking.average)
-        made: list[_Chunk] = []
-        hashes = {f.path: hashlib.blake2b(digest_size=32) for f in stream.files}
+        made, digests = _cut_stream(stream, cutter)
         where = {f.path: i for i, f in enumerate(stream.files)}
-        position = 0
-        for data in _cut(cutter, _blocks(stream.pieces(0, stream.size))):
-            pieces = stream.pieces(position, position + len(data))
-            offset = 0
-            for piece in pieces:
-                hashes[piece.file.path].update(data[offset : offset + piece.length])
-                offset += piece.length
-            made.append(_Chunk(id=chunk_id(data), size=len(data), segments=pieces))
-            position += len(data)
         ends: list[int] = []
         total = 0
         for chunk in made:
@@ -456,7 +479,7 @@ class _DuplicacyReplay(Replay):
                 refs = [("made", i) for i in range(first, final + 1)]
                 start_offset = begin - (ends[first - 1] if first else 0)
                 end_offset = begin + file.size - (ends[final - 1] if final else 0)
-                digest = hashes[file.path].hexdigest()
+                digest = digests[file.path]
             if refs[0] != last_ref:
                 order.append(refs[0])
             order.extend(refs[1:])
@@ -505,18 +528,26 @@ class _DuplicacyReplay(Replay):
                 ).encode()
                 + b"\n"
             )
-        lengths = [self.stored[cid].size for cid in ids]
-        texts = {
-            "files": b"".join(lines),
-            "chunks": json.dumps(list(ids)).encode(),
-            "lengths": json.dumps(lengths).encode(),
-        }
         made: list[_Chunk] = []
         sequences: dict[str, tuple[str, ...]] = {}
-        for name, text in texts.items():
+        for name in ("files", "chunks", "lengths"):
+            # each sequence made when it is cut, and fed to the cutter a block at a time
+            # (the cut does not depend on the blocks): its text held once beside its chunks
+            if name == "files":
+                text = b"".join(lines)
+                lines.clear()
+            elif name == "chunks":
+                text = json.dumps(list(ids)).encode()
+            else:
+                text = json.dumps([self.stored[cid].size for cid in ids]).encode()
             cutter = self.method.cutter(self.method.metadata_chunk_size)
-            pieces = [data for data in _cut(cutter, [text]) if data]
-            chunks = [_Chunk(id=chunk_id(d), size=len(d), segments=(d,)) for d in pieces]
+            blocks = (text[at : at + BLOCK] for at in range(0, len(text), BLOCK))
+            chunks = [
+                _Chunk(id=chunk_id(d), size=len(d), segments=(d,))
+                for d in _cut(cutter, blocks)
+                if d
+            ]
+            del text, blocks
             made.extend(chunks)
             sequences[name] = tuple(c.id for c in chunks)
         description = json.dumps(

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -148,7 +149,12 @@ class _FilesReplay(Replay):
             (found,) = session.listing([session.key(root.name)])
             self._check(root.name, max(found, 0), len(root.files))
             return
-        folders = root.folders(store)
+        # each folder's subfolders and file count, found once (not once per folder listed)
+        below: dict[str, list[str]] = {}
+        for folder in root.folders(store):
+            if folder:
+                below.setdefault(posixpath.dirname(folder), []).append(folder)
+        files = Counter(posixpath.dirname(p) for p in root.files)
         level = [""]
         while level:
             keys = [
@@ -158,10 +164,10 @@ class _FilesReplay(Replay):
             counts = session.listing(keys, one_level=True)
             deeper: list[str] = []
             for folder, found in zip(level, counts, strict=True):
-                below = {f for f in folders if f and posixpath.dirname(f) == folder}
-                files = sum(1 for p in root.files if posixpath.dirname(p) == folder)
-                self._check(posixpath.join(root.name, folder), max(found, 0), files + len(below))
-                deeper.extend(sorted(below))
+                inside = sorted(below.get(folder, ()))
+                expected = files[folder] + len(inside)
+                self._check(posixpath.join(root.name, folder), max(found, 0), expected)
+                deeper.extend(inside)
             level = deeper
 
     @staticmethod
@@ -198,7 +204,8 @@ class _FilesReplay(Replay):
         deleted = [p for p in stored if p not in wanted]
         moved = changed + deleted
         if moved:
-            unread = [p for p in moved if p not in set(read)] if store else []
+            seen = set(read)
+            unread = [p for p in moved if p not in seen] if store else []
             targets = [session.key(aside.name, p) for p in moved]
             session.head([session.key(_CURRENT, p) for p in unread] + targets)
             session.copy([(session.key(_CURRENT, p), session.key(aside.name, p)) for p in moved])

@@ -34,12 +34,15 @@ author reads it as one API.
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Iterator, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 from attrs import define, field, frozen
+from fsspec import AbstractFileSystem
+from fsspec.implementations.local import LocalFileSystem
 
 from storeprobe.backends import AsyncBackend, Landing, SyncBackend
 from storeprobe.backends.attempts import Attempts, between, summed
@@ -47,7 +50,7 @@ from storeprobe.backup.objects import Blob, BlobPayloads, Read
 from storeprobe.execution import Leftover, bounded, delete_names, execute, remove_folders
 from storeprobe.jobs import EXISTENCE, release_parts, settling
 from storeprobe.planning import Plan
-from storeprobe.request import Body, Kind, Part, Request
+from storeprobe.request import Body, Kind, Outcome, Part, Request
 from storeprobe.staging import Staging
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Run
@@ -90,6 +93,39 @@ def windows(sizes: Sequence[int], budget: int = WINDOW_BUDGET) -> list[range]:
     if start < len(sizes):
         runs.append(range(start, len(sizes)))
     return runs
+
+
+#: the outcome a step keeps of a request that made one request of its own kind
+_PLAIN = Outcome()
+
+
+def _kept(run: Run) -> Run:
+    """What a step keeps of a window until it ends: its timings and, of each outcome,
+    only how many requests of which kind it made (what ``Run.requests_by_kind`` reads).
+    Not the bytes read (a restore's reads would all stay in memory until the step ends),
+    nor a tuple of sizes per request: 8 bytes per request instead of about 150."""
+    return attrs.evolve(
+        run, outcomes=tuple(Outcome(wire=o.wire) if o.wire else _PLAIN for o in run.outcomes)
+    )
+
+
+def _scanned(folder: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every file under ``folder`` (the local disk), with what fsspec's ``info`` says of
+    its size, inode and link count (a symbolic link: its own inode, its target's size, 0
+    when dangling), one at a time."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                yield from _scanned(entry.path)
+                continue
+            own = entry.stat(follow_symlinks=False)
+            size = own.st_size
+            if entry.is_symlink():
+                try:
+                    size = entry.stat(follow_symlinks=True).st_size
+                except OSError:  # a dangling link, as fsspec counts it
+                    size = 0
+            yield entry.path, {"size": size, "ino": own.st_ino, "nlink": own.st_nlink}
 
 
 @frozen
@@ -209,7 +245,7 @@ class Session:
     def _record(self, run: Run, attempts: Attempts | None) -> None:
         """Keep the window's record and what the client's retry machinery saw in it;
         tell the progress it closed (after it, untimed)."""
-        self.runs.append(run)
+        self.runs.append(_kept(run))
         self.attempts.append(attempts)
         if self.progress is not None:
             self.progress.window(sum(o.sent + o.received for o in run.outcomes))
@@ -280,10 +316,14 @@ class Session:
 
     def get_windows(self, reads: Sequence[Read]) -> Iterator[list[bytes]]:
         """The reads of :meth:`get`, one window at a time: each window's bytes, in order,
-        before the next window runs (so the caller holds one window's bytes). A read's
-        size is its range, or the size this session wrote under its key."""
+        before the next window runs (so the caller holds one window's bytes: the list
+        handed out is emptied before the next window is read, so a ``for bodies in
+        get_windows(...)`` loop does not keep it through the next read). A read's size is
+        its range, or the size this session wrote under its key."""
         for run in windows(self._sizes(reads), self.budget):
-            yield self._get([reads[i] for i in run])
+            bodies = self._get([reads[i] for i in run])
+            yield bodies
+            bodies.clear()
 
     def get_each(self, reads: Sequence[Read]) -> Iterator[bytes]:
         """The bytes of each read of :meth:`get_windows`, one at a time and in order: a
@@ -301,7 +341,8 @@ class Session:
         client that lands a read in a file (``lands_in_file``: the local disk, S3), lands
         in a :class:`~storeprobe.staging.Staging` file written as its bytes arrive (one
         GET as in memory; the file is zeroed and fsynced before its window, as a probe's
-        staged download). The caller reads it and closes it."""
+        staged download). The caller reads it and closes it. As with
+        :meth:`get_windows`, the list handed out is emptied before the next window runs."""
         sizes = self._sizes(reads)
         lands = self.target.backend.capabilities.lands_in_file
         for run in windows(sizes, self.budget):
@@ -313,17 +354,21 @@ class Session:
                 for i in run
             ]
             try:
-                if not any(staged):
-                    yield list(self._get(some))
-                    continue
-                bodies = self._get(some, landings=staged)
+                bodies: list[bytes | Staging] = (
+                    list(self._get(some, landings=staged)) if any(staged) else list(self._get(some))
+                )
             except BaseException:
                 for staging in staged:
                     if staging is not None:
                         staging.close()
                 raise
-            yield [b if s is None else s for b, s in zip(bodies, staged, strict=True)]
-            del bodies
+            if any(staged):
+                bodies = [b if s is None else s for b, s in zip(bodies, staged, strict=True)]
+            del staged
+            yield bodies
+            # the caller's loop variable still names this list while the next window is
+            # read: emptied, it holds none of this window's bytes
+            bodies.clear()
 
     @property
     def stage_above(self) -> int:
@@ -352,12 +397,7 @@ class Session:
         )
         run = self._window(plan, landings=landings)
         received = [outcome.data for outcome in run.outcomes]
-        # the step keeps the window's record, not the bytes it read (a restore's reads
-        # would otherwise all stay in memory until the step ends)
-        self.runs[-1] = attrs.evolve(
-            run, outcomes=tuple(outcome._replace(data=None) for outcome in run.outcomes)
-        )
-        del run
+        del run  # the step keeps its record without the bytes read (see _kept)
         bodies: list[bytes] = []
         for index, data in enumerate(received):  # one copy at a time: a window, not two
             received[index] = None
@@ -564,11 +604,27 @@ class Session:
         fs.invalidate_cache()
         found: list[tuple[int, int]] = []
 
+        def listed() -> Iterator[tuple[str, dict[str, Any]]]:
+            # a client whose find is fsspec's own (a walk, folder by folder: the local
+            # disk, SFTP) is walked here folder by folder, so one folder's entries are held
+            # at a time instead of the whole tree's (the same listings, the same entries)
+            if isinstance(fs, LocalFileSystem):
+                # the local disk: each entry's stat as it is scanned (its ls holds a
+                # folder's info dicts at once, about 1 KB each: a chunk store's one folder)
+                yield from _scanned(fs._strip_protocol(self.prefix))
+                return
+            if type(fs).find is not AbstractFileSystem.find:
+                yield from fs.find(self.prefix, detail=True).items()
+                return
+            for _, _, files in fs.walk(self.prefix, detail=True):
+                # keyed by base name: the entry holds the full name, as find gives it
+                yield from ((entry["name"], entry) for entry in files.values())
+
         def walk() -> None:
-            entries = fs.find(self.prefix, detail=True)
             seen: set[object] = set()
-            total = 0
-            for name, entry in entries.items():
+            total = count = 0
+            for name, entry in listed():
+                count += 1
                 inode = entry.get("ino")
                 same: object = None
                 if inode is not None:
@@ -581,7 +637,7 @@ class Session:
                         continue
                     seen.add(same)
                 total += int(entry.get("size") or 0)
-            found.append((len(entries), total))
+            found.append((count, total))
 
         bounded(walk, self.timeout)
         return found[0]
