@@ -242,8 +242,12 @@ async def _run_phase_async(
     began: list[float | None] = [None] * workers  # loop time the current request started
     expired: set[int] = set()
 
+    stopping: list[bool] = []  # set once the window is called off: no request starts
+
     async def worker(number: int) -> None:
         for position, job in queue:
+            if stopping:
+                return
             began[number] = loop.time()
             start = clock()
             try:
@@ -273,17 +277,51 @@ async def _run_phase_async(
                     tasks[number].cancel()
 
     guard = asyncio.ensure_future(watchdog(timeout)) if timeout is not None else None
+    gathered = _gathered(tasks)
     try:
-        await asyncio.gather(*tasks)
+        # shielded: a cancellation of this window (Ctrl-C, in _drive) reaches the except
+        # below instead of cancelling every request at once
+        await asyncio.shield(gathered)
+    except asyncio.CancelledError:
+        # called off (Ctrl-C): no request starts, and those in flight may finish first
+        await _call_off(tasks, drain=DRAIN_S, stopping=stopping)
+        raise
     except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await _call_off(tasks, drain=0.0, stopping=stopping)
         raise
     finally:
         if guard is not None:
             guard.cancel()
             await asyncio.gather(guard, return_exceptions=True)
+
+
+#: how long the requests in flight of a window called off may finish before they are
+#: cancelled (seconds; below execution's CANCEL_GRACE_S, which waits for this)
+DRAIN_S = 5.0
+
+
+def _gathered(tasks: Sequence[asyncio.Future[None]]) -> asyncio.Future[list[None]]:
+    """The tasks gathered, their failure retrieved even when nobody awaits it (a window
+    called off awaits the tasks, not the gathering)."""
+    gathered = asyncio.gather(*tasks)
+    gathered.add_done_callback(lambda done: done.cancelled() or done.exception())
+    return gathered
+
+
+async def _call_off(
+    tasks: Sequence[asyncio.Future[None]], *, drain: float, stopping: list[bool]
+) -> None:
+    """Start no more requests (``stopping``); let those in flight finish for ``drain``
+    seconds, then cancel the rest and wait for them. A window called off by Ctrl-C
+    drains (a write the server already has lands before the cleanup that deletes it, not
+    after it: a cancelled PUT whose body was sent still lands); a failed one (a refused
+    request, a timeout) does not."""
+    stopping.append(True)
+    if drain > 0:
+        await asyncio.wait(tasks, timeout=drain)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _inner(phases: Sequence[Sequence[AsyncJob | SyncJob]]) -> int:

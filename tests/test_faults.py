@@ -238,15 +238,16 @@ def test_cli_interrupted_by_a_signal_cleans_up(
     assert f"{said}; cleanup ran for what was written" in err
     assert "Traceback" not in err
     assert tree(s3_bucket_dir) == before  # nothing under the run prefix; neighbours intact
-    # the window was called off before cleanup began: once the first delete arrived, no
-    # PUT came but those of the three other streams already on their way
+    # the window was called off before cleanup began, its requests in flight let finish
+    # first (a PUT whose body the server has lands even when the client cancels it: one
+    # left r0-0000001 behind a fast bulk delete): once the first delete arrived, no PUT came
     held_at = seen.index(next(r for r in seen if r[0] == "PUT" and r[1].endswith("/r0-0000005")))
     first_delete = next(
         i
         for i, (method, path) in enumerate(seen)
         if i > held_at and (method == "DELETE" or "?delete" in path)
     )
-    assert sum(method == "PUT" for method, _ in seen[first_delete:]) <= 3, seen[first_delete:]
+    assert sum(method == "PUT" for method, _ in seen[first_delete:]) == 0, seen[first_delete:]
 
 
 class _Interrupt(KeyboardInterrupt):
