@@ -100,6 +100,15 @@ def test_what_is_retried() -> None:
     assert retryable(_transport("Timeout"))
     assert not retryable(_transport("Decode"))
     assert not retryable(_transport("Unknown"))
+    # a GET's body cut off is retried whatever its kind, as object_store's GET stream is
+    assert retryable(_transport("Unknown"), read=True)
+    assert retryable(_transport("Decode"), read=True)
+    bare = (
+        "Generic S3 error: Error performing GET http://h/b/k in 22ms - HTTP error: "
+        "request or response body error"
+    )
+    assert retryable(obstore.exceptions.GenericError(bare), read=True)  # no debug form
+    assert not retryable(obstore.exceptions.GenericError(bare))
     assert not retryable(FileNotFoundError("Object at location k not found"))  # a 404
 
 

@@ -125,7 +125,11 @@ class ObstoreBackend(AsyncBackend):
             bound,
             phases=tuple(
                 tuple(
-                    job._replace(call=wrap(job.call, idempotent=job.kind is not once))
+                    job._replace(
+                        call=wrap(
+                            job.call, idempotent=job.kind is not once, read=job.kind is Kind.GET
+                        )
+                    )
                     for job in phase
                 )
                 for phase in bound.phases

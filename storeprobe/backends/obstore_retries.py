@@ -19,10 +19,11 @@ connection, a request not sent: ``error sending request``), except a TLS certifi
 client did not trust, which no retry mends; and, for an idempotent request (every one
 but a create-only PUT, ``mode="create"``), transport errors of kind ``Timeout`` or
 ``Interrupted`` (a connection reset or closed in the middle of an answer: ``request or
-response body error``). obstore says which only in its error's text (one ``GenericError``
-class for all of them, its text ending with the error's debug form, ``HttpError { kind:
-Interrupted, ...``), so the kind and the
-status is read from that text (``non-2xx status code: 503``). Answers are each attempt
+response body error``); and a GET whose body failed whatever the kind, as
+object_store's GET stream retries any body error. obstore says which only in its error's
+text (one ``GenericError`` class for all of them, its text ending with the error's debug
+form, ``HttpError { kind: Interrupted, ...``), so the kind and the status are read from
+that text (``non-2xx status code: 503``). Answers are each attempt
 that returned, each obstore error other than "error sending request" (a 412 is an error
 class of its own, with no status in its text: not a pushback), and a 404, which obstore
 raises as Python's ``FileNotFoundError`` (a backup's existence checks expect many), and
@@ -58,6 +59,8 @@ __all__ = ["Retrier", "RetryPolicy", "retryable"]
 
 _T = TypeVar("_T")
 _STATUS = re.compile(r"non-2xx status code: (\d{3})")
+#: reqwest's text for an error while a body was sent or received
+_BODY = "request or response body error"
 #: the kind of a transport error in the error's debug form (object_store's HttpErrorKind)
 _KIND = re.compile(r"HttpError \{\s*kind: (\w+)")
 #: kinds retried whatever the request: it was not sent, or no answer began
@@ -91,10 +94,11 @@ def _status(exc: BaseException) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def retryable(exc: BaseException, *, idempotent: bool = True) -> bool:
+def retryable(exc: BaseException, *, idempotent: bool = True, read: bool = False) -> bool:
     """True for an obstore error object_store would retry: a 5xx or 429 answer, a request
-    not sent or not answered (but not an untrusted certificate), or, when ``idempotent``,
-    one timed out or cut off in its answer (see the module)."""
+    not sent or not answered (but not an untrusted certificate), a GET's answer cut off
+    whatever the kind (``read``: object_store retries a GET's body stream on any error),
+    or, when ``idempotent``, one timed out or cut off in its answer (see the module)."""
     if type(exc).__module__.split(".", 1)[0] != "obstore":
         return False
     status = _status(exc)
@@ -105,6 +109,8 @@ def retryable(exc: BaseException, *, idempotent: bool = True) -> bool:
     text = str(exc)
     if any(mark in text for mark in _TLS_MARKS):
         return False
+    if read and _BODY in text:
+        return True  # object_store's GET stream is retried on any body error, whatever kind
     kind = _KIND.search(text)
     if kind is None:
         return _NO_ANSWER in text
@@ -139,14 +145,19 @@ class Retrier:
             if status is not None or _NO_ANSWER not in str(exc):
                 self.tally.answered(status)
 
-    def _delays(self, idempotent: bool) -> Callable[[float, BaseException], float | None]:
+    def _delays(
+        self, idempotent: bool, read: bool = False
+    ) -> Callable[[float, BaseException], float | None]:
         """A fresh backoff: called after each failure, the delay before the next
         attempt, or None when the failure is final."""
         policy = self.policy
         state = {"attempt": 0, "next": policy.initial_backoff_s}
 
         def next_delay(started: float, exc: BaseException) -> float | None:
-            if not retryable(exc, idempotent=idempotent) or state["attempt"] >= policy.max_retries:
+            if (
+                not retryable(exc, idempotent=idempotent, read=read)
+                or state["attempt"] >= policy.max_retries
+            ):
                 return None
             if self.monotonic() - started >= policy.retry_timeout_s:
                 return None
@@ -160,11 +171,12 @@ class Retrier:
 
         return next_delay
 
-    def wrap(self, call: AsyncCall, *, idempotent: bool = True) -> AsyncCall:
-        """``call``, retried (each retry counted); ``idempotent``: see :func:`retryable`."""
+    def wrap(self, call: AsyncCall, *, idempotent: bool = True, read: bool = False) -> AsyncCall:
+        """``call``, retried (each retry counted); ``idempotent``, ``read`` (a GET): see
+        :func:`retryable`."""
 
         async def retried() -> Outcome:
-            next_delay = self._delays(idempotent)
+            next_delay = self._delays(idempotent, read)
             started = self.monotonic()
             while True:
                 try:
