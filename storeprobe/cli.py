@@ -10,6 +10,11 @@ a probe slower beyond ``--fail-slower``; 3 an inconclusive one with
 ``--fail-inconclusive``), 2 usage error (bad arguments, options or workloads), 130
 interrupted (SIGINT), 143 terminated (SIGTERM; the same cleanup first), 141 standard
 output closed early (``storeprobe report FILE | head``).
+
+Why one module (~440 lines): the commands' entry points and the printing and exit rules
+they share (signals, notices, refused targets, a closed standard output) are the CLI's
+contract with a shell, read together; parsing and each command's work are the other
+``cli_`` modules.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ how much the **runs** differ, not the repeats inside one run:
   the row says how many base runs, new runs or runs on each side would decide it
   (:attr:`ComparedProbe.reason`).
 
-About 440 lines, one concept (matching two runs and judging each probe): the matching
+Why one module (~460 lines): one concept (matching two runs and judging each probe): the matching
 rules, the verdict and the repeats-needed estimate are one story; rendering is in
 :mod:`storeprobe.render.regressions`.
 """

@@ -14,6 +14,11 @@ failures;
 :func:`remove_folders` removes the run's (empty) folders; what remains is a typed
 :class:`Leftover`, named in one ``cleanup-incomplete`` warning (:func:`cleanup_notice`);
 :func:`bounded` runs one synchronous preparation step with a deadline.
+
+Why one module (~460 lines): a run's life on a backend (open it, run its plans, clean
+up after it) shares one vocabulary (the target's error descriptions, the
+:class:`Leftover` each cleanup step returns, the deadline of :func:`bounded`) and is read
+in that order; the engine that times requests is :mod:`storeprobe.transfer`.
 """
 
 from __future__ import annotations

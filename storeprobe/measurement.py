@@ -35,9 +35,10 @@ delete), and removes the prefix (:func:`storeprobe.repeats.run_repeats`). Failur
 become error notices of the Result; cleanup that cannot finish becomes a
 ``cleanup-incomplete`` warning naming what was left.
 
-At about 580 lines this module is longer than most: it is the probe's method in one
-place (the repeat loop, the cleanup bookkeeping and the untimed steps around each
-window), so it can be read against the docs in one sitting. Running a plan is
+Why one module (~480 lines): it is the probe's method in one place (the untimed steps
+around each window, the clients chosen before the first repeat, the names each repeat
+records for cleanup), so it can be read against the docs in one sitting; the repeat loop
+is :mod:`storeprobe.repeats`. Running a plan is
 :mod:`storeprobe.execution`, the wrappers around jobs :mod:`storeprobe.jobs`, the
 checks :mod:`storeprobe.verification`.
 """

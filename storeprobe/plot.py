@@ -16,8 +16,8 @@ panel has its own unit, chosen as tables choose it (:func:`storeprobe.render.res
 so axes never need an offset or powers of ten. Colours are the Okabe–Ito palette, which
 readers with colour-blindness can tell apart.
 
-About 500 lines, one concept (charts of Results): the four charts share the bar, whisker,
-unit and palette helpers, which would otherwise be imported back and forth.
+Why one module (~550 lines): one concept (charts of Results): the four charts share the
+bar, whisker, unit and palette helpers, which would otherwise be imported back and forth.
 """
 
 from __future__ import annotations

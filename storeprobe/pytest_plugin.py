@@ -35,7 +35,7 @@ Options (all optional; the plugin does nothing until a test uses the fixture):
 Override the session fixture ``storeprobe_probe`` in a ``conftest.py`` to build the
 Probe in code instead.
 
-About 500 lines, one concept (the plugin): its options, the fixture and recorder, where
+Why one module (~530 lines): one concept (the plugin): its options, the fixture and recorder, where
 runs are saved per machine and the session-end comparison depend on one another and are
 read together; the comparison itself is :mod:`storeprobe.comparison`.
 """

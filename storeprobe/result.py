@@ -12,9 +12,11 @@ message, what to do, the repeat). Results are written as a versioned JSON docume
 
 One repeat's record, :class:`Sample`, is :mod:`storeprobe.sample`; the document's
 envelope, schema version and history, and the upgrade of older versions are
-:mod:`storeprobe.document`. Both are re-exported here. A Result stays on one page with
-the Fleet and Members of a distributed probe: a Member holds a Result and a Result its
-Fleet, so the three are one recursive value.
+:mod:`storeprobe.document`. Both are re-exported here.
+
+Why one module (~490 lines): a Result stays on one page with the Fleet and Members of a
+distributed probe: a Member holds a Result and a Result its Fleet, so the three are one
+recursive value, and its figures and JSON form are read against its fields.
 """
 
 from __future__ import annotations

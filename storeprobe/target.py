@@ -8,6 +8,11 @@ A :class:`Target` owns
 - redaction: the URL and options it shows never carry a secret, and backend errors are
   scrubbed of secret values before they are stored or raised;
 - translation of backend errors into storeprobe's :mod:`~storeprobe.errors` tree.
+
+Why one module (~440 lines): a Target's safety (the fresh prefix, the cache switches,
+redaction, the error translation that scrubs secrets) is one promise (docs/safety.md),
+and the URL parsing that builds a Target decides which of them apply; split, a reader
+checking "never print a credential" would follow it across files.
 """
 
 from __future__ import annotations

@@ -17,6 +17,10 @@ bytes and first-byte marks are read from the plan and the outcomes afterwards.
 Jobs of an asynchronous client are coroutine functions driven on the client's event
 loop (:func:`run_async`); jobs of a synchronous client are plain callables driven by a
 thread pool (:func:`run_sync`).
+
+Why one module (~430 lines): the engine is the timed window itself (what it records per
+request; how the asynchronous and the threaded driver start, drain and call off
+requests), and the two drivers sit side by side so their timing rules read as one.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ list is the layers contract of pyproject.toml, line for line."""
 
 from __future__ import annotations
 
+import ast
 import re
 import tomllib
 from pathlib import Path
@@ -52,3 +53,36 @@ def test_the_layer_list_is_the_layers_contract() -> None:
     section = DOC.split("The layers, from the top, as in `pyproject.toml`:", 1)[1]
     listed = section.split("```text", 1)[1].split("```", 1)[0].strip().splitlines()
     assert [line.strip() for line in listed] == contract["layers"]
+
+
+#: a module longer than this says why it is one module (issue 20: "no module over ~500
+#: lines without a reason a reader accepts"; the house rule is stricter)
+LONG_MODULE = 400
+
+
+def _why_one_module(source: str) -> int | None:
+    """The size a module's docstring states in its ``Why one module (~N lines`` reason."""
+    docstring = ast.get_docstring(ast.parse(source)) or ""
+    match = re.search(r"Why one module \(~(\d+) lines", docstring)
+    return int(match.group(1)) if match else None
+
+
+def test_a_long_module_says_why_it_is_one_and_its_size_is_true() -> None:
+    wrong: list[str] = []
+    for path in sorted((ROOT / "storeprobe").rglob("*.py")):
+        source = path.read_text()
+        lines = source.count("\n")
+        stated = _why_one_module(source)
+        name = str(path.relative_to(ROOT))
+        if stated is None:
+            if lines > LONG_MODULE:
+                wrong.append(f"{name}: {lines} lines, no 'Why one module (~N lines' reason")
+        elif abs(stated - lines) > 0.1 * lines:
+            wrong.append(f"{name}: says ~{stated} lines, has {lines}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_size_reason_is_read_from_the_docstring_only() -> None:
+    assert _why_one_module('"""Why one module (~450 lines): one concept."""\n') == 450
+    assert _why_one_module('"""A module."""\n# Why one module (~450 lines)\n') is None
+    assert _why_one_module("x = 1\n") is None

@@ -27,6 +27,11 @@ which code makes which request:
   and nowhere else; its ``abort`` undoes a half-done upload after a failure.
 
 Nothing a backend holds changes during a run.
+
+Why one module (~470 lines): this is the contract a new client's author reads (the
+capabilities, the two tables, binding a plan into jobs, the housekeeping helpers every
+backend shares); split, the tables and the code that reads them would sit in separate
+files.
 """
 
 from __future__ import annotations

@@ -25,6 +25,10 @@ each request itself, with obstore's policy, counting every retry
 At interpreter exit, :func:`wait_for_foreign_threads` (registered with :mod:`atexit`) lets
 obstore's threads finish handing over results before the interpreter finalizes: without
 it a short script ends with SIGABRT now and then, after all its work is done.
+
+Why one module (~430 lines): one backend class with a hook for every request kind it
+makes and the exit guard only obstore needs; the stores it builds and its retry policy
+are :mod:`.obstore_stores` and :mod:`.obstore_retries`.
 """
 
 from __future__ import annotations

@@ -37,6 +37,10 @@ fsspec's config files when fsspec is imported; given options win, key by key).
 - **credentials**: ``anon=True``; else ``key`` and ``secret`` (and ``token``); else
   botocore's credential chain (environment, the profile, SSO, roles), read when the first
   request is signed, never here: resolving does no network I/O.
+
+Why one module (~440 lines): resolving is one ordered reading of botocore's sources
+(arguments, fsspec's configuration, environment, profile) whose precedence must be seen
+in one place to be checked against botocore's own; both S3 clients take its result.
 """
 
 from __future__ import annotations

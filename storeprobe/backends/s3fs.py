@@ -14,6 +14,11 @@ and each part of its multipart upload, sends its bytes of the staged file, opene
 the window, as the body (aiohttp reads it 256 KiB at a time as it sends; over plain
 HTTP botocore also reads it once to sign the payload), and its single GET writes each
 chunk of the response into the staging file as it arrives.
+
+Why one module (~470 lines): one backend class with the pieces only it uses (its
+multipart upload object :class:`S3Upload`, the file slice a part sends as its body, the
+test of a refused conditional write, the DeleteObjects batches), each written against
+the botocore operation it calls and read with it.
 """
 
 from __future__ import annotations

@@ -72,7 +72,7 @@ list is JSON lines, about the same size); the snapshot cache's own storage looku
 it lost a chunk; the chunk cache's keep-alive re-upload after 30 minutes without uploads;
 reads of the source disk; pruning and fossils.
 
-Why one module (~700 lines, 75 of them the rules above): a backup method is one module
+Why one module (~740 lines, 75 of them the rules above): a backup method is one module
 (``docs/architecture.md``), one tool's request pattern read top to bottom against the
 sources cited here; its helpers (chunk ids, the stream, the snapshot) serve Duplicacy
 alone.

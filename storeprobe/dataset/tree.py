@@ -1,8 +1,8 @@
 """File trees: generated, shaped like a source tree, or taken from a real directory.
 
-About 500 lines: one class, :class:`Tree`, with its constructors, evolution and diff;
-layouts and the source-tree shape are :mod:`.layout`, content :mod:`._common`, the
-regions of in-place rewrites :mod:`.regions`."""
+Why one module (~500 lines): one class, :class:`Tree`, with its constructors, evolution
+and diff; layouts and the source-tree shape are :mod:`.layout`, content :mod:`._common`,
+the regions of in-place rewrites :mod:`.regions`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""Tables of Results: one row per result, and comparison tables with winners marked."""
+"""Tables of Results: one row per result, and comparison tables with winners marked.
+
+Why one module (~440 lines): the results table, the comparison tables and the latency
+and busy tables share the winner marks, the unit chosen per probe and the grouping keys;
+the other renderers are :mod:`.scenarios`, :mod:`.regressions` and :mod:`.lines`.
+"""
 
 from __future__ import annotations
 
