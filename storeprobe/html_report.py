@@ -125,33 +125,34 @@ def run_command(results: Iterable[Result]) -> str:
     ``storeprobe backup``, metadata probes by ``Probe.metadata``; a distributed probe's
     aggregate is left out too (its members' workloads are each worker's own).
     """
-    probes = [(result, result.workload) for result in results if result.workload is not None]
+    probes = [result for result in results if result.workload is not None]
+    workloads = [result.workload for result in probes if result.workload is not None]
     if not probes:
         raise ConfigurationError("no probe results to rebuild a run command from")
     words = ["storeprobe", "run"]
-    words += list(dict.fromkeys(result.target_id for result, _ in probes))
-    streams = sorted({result.streams for result, _ in probes})
+    words += list(dict.fromkeys(result.target_id for result in probes))
+    streams = sorted({result.streams for result in probes})
     words += ["--streams", *(str(n) for n in streams)]
-    for spec in dict.fromkeys(_workload_spec(workload) for _, workload in probes):
+    for spec in dict.fromkeys(_workload_spec(workload) for workload in workloads):
         words += ["--workload", spec]
-    repeats = max(len(result.samples) + len(result.errors) for result, _ in probes)
+    repeats = max(len(result.samples) + len(result.errors) for result in probes)
     words += ["--repeats", str(repeats)]
-    warmup = max(len(result.warmup_samples) for result, _ in probes)
+    warmup = max(len(result.warmup_samples) for result in probes)
     if warmup:
         words += ["--warmup", str(warmup)]
-    clients = {r.backend for r, _ in probes if r.protocol == "s3" and r.backend in ("obstore", "s3fs")}
+    clients = {r.backend for r in probes if r.protocol == "s3" and r.backend in ("obstore", "s3fs")}
     if len(clients) == 1:
         words += ["--client", clients.pop()]
-    labels = {result.environment.label for result, _ in probes}
+    labels = {result.environment.label for result in probes}
     label = labels.pop() if len(labels) == 1 else None
     if label:
         words += ["--label", label]
-    seeds = {workload.seed for _, workload in probes}
+    seeds = {workload.seed for workload in workloads}
     seed = seeds.pop() if len(seeds) == 1 else None
     if seed is not None:
         words += ["--seed", str(seed)]
     command = shlex.join(words)
-    if any(result.protocol not in _NO_OPTIONS for result, _ in probes):
+    if any(result.protocol not in _NO_OPTIONS for result in probes):
         command += " -o KEY=..."
     return command
 

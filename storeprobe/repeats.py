@@ -188,7 +188,7 @@ class Housekeeping:
         then the ``cleanup-incomplete`` one where something remained under ``prefix``;
         the target's URL, protocol and client, the settings' streams. ``measured`` is
         the payload a seed probe moved (the Result's ``workload``, its subject
-        :meth:`Subject.of <storeprobe.subject.Subject.of>` it) or the subject of a probe
+        :meth:`~storeprobe.subject.Subject.of` it) or the subject of a probe
         that moves no payload (its ``workload`` None)."""
         warnings = list(notices)
         if (cleanup := cleanup_notice(prefix, list(repeated.leftovers))) is not None:

@@ -31,6 +31,7 @@ from storeprobe.distributed import aggregate_result
 from storeprobe.distributed.worker import Spec
 from storeprobe.document import READABLE_VERSIONS, SCHEMA_VERSION, legacy_subject
 from storeprobe.errors import ResultFormatError
+from storeprobe.html_report import run_command
 from storeprobe.metadata import METADATA_OPERATIONS
 from storeprobe.subject import Subject, Unit
 from storeprobe.units import format_size
@@ -352,3 +353,13 @@ def test_a_schema_3_baseline_matches_a_new_run() -> None:
     ]
     assert [row.unit for row in report.rows] == ["B/s", "ops/s", "ops/s"]
     assert not report.unmatched_new
+
+
+def test_the_run_command_rebuilds_the_seed_probes_only() -> None:
+    # metadata probes, steps and the aggregate have no payload workload to rebuild; a
+    # schema-3 document's made-up ones ("8x1B", "6x4KiB" for 2 workers × 3) are gone
+    results = load_results(FIXTURES / "results-v3.json")
+    assert run_command(results) == (
+        "storeprobe run memory://v3fixture --streams 1 --workload 4x1KiB --workload 2x1MiB "
+        "--workload 6xlognormal:2KiB,0.8 --repeats 2"
+    )

@@ -8,7 +8,7 @@ Renderers return strings; only the CLI prints. This module owns
   or one of ``"KiB/s"``, ``"MiB/s"``, ``"Mibit/s"``), :func:`scale` and :func:`rate`
   convert B/s with :mod:`storeprobe.units`' 1024-based converters;
 - **operations per second**: the figure of a result whose subject counts operations
-  (metadata probes: :attr:`Subject.per_operation <storeprobe.subject.Subject.per_operation>`)
+  (metadata probes: :attr:`~storeprobe.subject.Subject.per_operation`)
   is :func:`ops_per_s`, objects (keys) per second, shown in ``ops/s`` wherever another
   result shows a byte rate;
 - **one Result as text**: :func:`result_line` (``str(result)``), :func:`result_repr`,

@@ -181,7 +181,13 @@ def probe_key(result: ResultLike) -> tuple[str, int, int, str, int]:
     """What makes two results the same probe: its subject's label, operations and object
     size, operation, streams. The payload seed is not part of it: fresh bytes, same probe."""
     subject = result.subject
-    return (subject.label, subject.operations, subject.object_size, result.operation, result.streams)
+    return (
+        subject.label,
+        subject.operations,
+        subject.object_size,
+        result.operation,
+        result.streams,
+    )
 
 
 def _probe_title(result: ResultLike) -> str:
