@@ -17,6 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from storeprobe._version import __version__
 from storeprobe.errors import ResultFormatError
 from storeprobe.notices import Code
@@ -119,16 +121,7 @@ def legacy_subject(operation: str, workload: Workload, *, step: bool) -> Subject
             object_size=0 if empty else workload.size,
         )
     subject = Subject.of(workload)
-    if step:
-        return Subject(
-            unit=Unit.SECONDS_PER_STEP,
-            operations=subject.operations,
-            label=subject.label,
-            shape=subject.shape,
-            description=subject.description,
-            object_size=subject.object_size,
-        )
-    return subject
+    return attrs.evolve(subject, unit=Unit.SECONDS_PER_STEP) if step else subject
 
 
 def _upgrade_v3(record: Any) -> Any:

@@ -152,14 +152,8 @@ class MetadataMeasurement:
     def subject(self) -> Subject:
         """What the Result counts: operations per second of ``count`` objects of ``size``
         bytes, named ``"1000 × 0 B"``."""
-        name = f"{self.count} × {format_size(self.size)}"
-        return Subject(
-            unit=Unit.OPERATIONS_PER_S,
-            operations=self.count,
-            label=name,
-            shape=name,
-            description=name,
-            object_size=self.size,
+        return Subject.counted(
+            Unit.OPERATIONS_PER_S, self.count, each=format_size(self.size), object_size=self.size
         )
 
     @property

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 import numpy as np
 from attrs import field, frozen
+from attrs.validators import instance_of, optional
 
 from storeprobe import render
 from storeprobe.cost import Cost, PriceSheet, bill
@@ -96,7 +97,7 @@ class Result:
     """
 
     operation: Operation
-    subject: Subject
+    subject: Subject = field(validator=instance_of(Subject))
     url: str
     protocol: str
     backend: str
@@ -109,7 +110,7 @@ class Result:
     environment: Environment
     #: the payload of a seed probe (its seed recorded); None for a metadata probe, a
     #: scenario step and a distributed probe's aggregate
-    workload: Workload | None = None
+    workload: Workload | None = field(default=None, validator=optional(instance_of(Workload)))
     #: the scenario step this result is (None for a seed probe); its ``subject`` counts
     #: the dataset version's files, of their mean size
     step: Step | None = None

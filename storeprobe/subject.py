@@ -67,13 +67,29 @@ class Subject:
     @classmethod
     def of(cls, workload: Workload) -> Subject:
         """A seed probe's subject: the payload bytes per second of ``workload``."""
-        return cls(
-            unit=Unit.BYTES_PER_S,
-            operations=workload.count,
-            label=workload.label,
-            shape=workload.shape,
-            description=workload.describe(),
+        return cls.counted(
+            Unit.BYTES_PER_S,
+            workload.count,
+            each=workload.size_label,
             object_size=workload.size,
+            name=workload.name,
+        )
+
+    @classmethod
+    def counted(
+        cls, unit: Unit, count: int, *, each: str, object_size: int, name: str | None = None
+    ) -> Subject:
+        """``count`` objects of ``each`` (``"16 KiB"``, a distribution's label) in
+        ``unit``: shaped ``"256 × 16 KiB"``, labelled ``name`` (else the shape) and
+        described ``"name (256 × 16 KiB)"`` (else the shape), as a Workload names itself."""
+        shape = f"{count} × {each}"
+        return cls(
+            unit=unit,
+            operations=count,
+            label=shape if name is None else name,
+            shape=shape,
+            description=shape if name is None else f"{name} ({shape})",
+            object_size=object_size,
         )
 
     @property

@@ -215,15 +215,13 @@ def step_subject(dataset: Dataset) -> Subject:
     size, rounded up), named ``"tree v1"`` or ``"image v0"`` with its ``"12 × 3 KiB"``."""
     files = len(dataset.files)
     mean = -(-dataset.total_bytes // files) if files else 0
-    label = f"{'image' if isinstance(dataset, Image) else 'tree'} v{dataset.version}"
-    shape = f"{files} × {format_size(mean)}"
-    return Subject(
-        unit=Unit.SECONDS_PER_STEP,
-        operations=files,
-        label=label,
-        shape=shape,
-        description=f"{label} ({shape})",
+    kind = "image" if isinstance(dataset, Image) else "tree"
+    return Subject.counted(
+        Unit.SECONDS_PER_STEP,
+        files,
+        each=format_size(mean),
         object_size=mean,
+        name=f"{kind} v{dataset.version}",
     )
 
 

@@ -99,16 +99,12 @@ def fleet_subject(spec: Spec, workers: int) -> Subject:
     ``"2 workers × small"``; the Result's ``workload`` is None: each member's Result
     holds its own, with its own seed (and sizes drawn from it)."""
     each = spec.workload
-    total = each.count * workers
-    label = f"{workers} workers × {each.label}"
-    shape = f"{total} × {each.size_label}"
-    return Subject(
-        unit=Unit.BYTES_PER_S,
-        operations=total,
-        label=label,
-        shape=shape,
-        description=f"{label} ({shape})",
+    return Subject.counted(
+        Unit.BYTES_PER_S,
+        each.count * workers,
+        each=each.size_label,
         object_size=each.size,
+        name=f"{workers} workers × {each.label}",
     )
 
 
