@@ -66,7 +66,7 @@ for result in results:
     if result.streams == 1 and result.step is not None:
         counts = result.requests_by_kind
         kinds = ", ".join(str(counts.get(kind, 0)) for kind in ("head", "put", "get", "list"))
-        print(f"  {result.workload.label:<10} {result.step.label:<18} {kinds}")
+        print(f"  {result.subject.label:<10} {result.step.label:<18} {kinds}")
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
 print(f"wall time {elapsed:.1f} s, peak RSS {peak / MiB:.0f} MiB")
 assert all(result.ok for result in results), [result.errors for result in results]

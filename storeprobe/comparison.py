@@ -9,8 +9,9 @@ Matching rules (a probe's :class:`ProbeIdentity`):
 - the **target**: its name across runs (:attr:`Result.target_id`: the URL, or
   ``file://$TMPDIR`` for the default local target of ``storeprobe run``, whose temporary
   directory is new every run) and client (``backend``);
-- the **operation** and the **workload**'s label, count and size; never its payload
-  seed, which is drawn afresh for every run;
+- the **operation** and the **subject**'s label, operations and object size (a seed
+  probe's workload label, count and size); never a payload seed, which is drawn afresh
+  for every run;
 - the **streams** asked for;
 - the **environment label** (``result.environment.label``); results saved without a
   label match other results without a label (label ``None``), whatever their host.
@@ -144,9 +145,9 @@ class ProbeIdentity:
             url=result.target_id,
             backend=result.backend,
             operation=result.operation,
-            workload=result.workload.label,
-            count=result.workload.count,
-            size=result.workload.size,
+            workload=result.subject.label,
+            count=result.subject.operations,
+            size=result.subject.object_size,
             streams=result.streams,
             environment=result.environment.label,
             target=render.target_label(result),

@@ -6,7 +6,8 @@ A document is a JSON object ``{"schema": "storeprobe.results", "version": N,
 records: :func:`write_document` wraps records, :func:`read_records` reads a document's
 text or file, refuses what is not a results document or a version this storeprobe
 cannot read, and returns its records upgraded to the current shape (version 1's texts
-become notices). :func:`storeprobe.result.dump_results` and
+become notices; versions 1 to 3 get the subject their workload implied, see
+:func:`legacy_subject`). :func:`storeprobe.result.dump_results` and
 :func:`~storeprobe.result.load_results` turn the records into Results and back.
 """
 
@@ -16,11 +17,23 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from storeprobe._version import __version__
 from storeprobe.errors import ResultFormatError
 from storeprobe.notices import Code
+from storeprobe.subject import Subject, Unit
+from storeprobe.units import format_size
+from storeprobe.workload import Workload
 
-__all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "read_records", "write_document"]
+__all__ = [
+    "LEGACY_PER_OPERATION",
+    "READABLE_VERSIONS",
+    "SCHEMA_VERSION",
+    "legacy_subject",
+    "read_records",
+    "write_document",
+]
 
 # Schema history (bump on any change to the document's shape):
 #   1 — 2026-11-30: first version: results with samples, errors, warnings, environment.
@@ -44,10 +57,21 @@ __all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "read_records", "write_documen
 #       that is a string (every version-1 and -2 document) is parsed into that value
 #       where it is one of the probe's own texts, else kept whole as a "described" one
 #       holding the text, so it renders exactly as it was written.
+#   4 — 2026-12-01: each result carries "subject" (storeprobe.subject.Subject.to_dict:
+#       "unit" bytes/s, operations/s or seconds/step, "operations", "label", "shape",
+#       "description", "object_size" in bytes); "workload" is null where no one payload
+#       workload describes the result (a metadata probe, a scenario step, a distributed
+#       probe's aggregate; the aggregate's members keep theirs). Versions 1 to 3 still
+#       load: each result's subject is derived from its workload as the Result.subject
+#       property of version 3 did (legacy_subject), and the workload of those three
+#       kinds of result, made up to carry a count and a size, is dropped.
 #: the version of the results document that dump_results writes (history above)
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: every version load_results reads
-READABLE_VERSIONS = (1, 2, 3)
+READABLE_VERSIONS = (1, 2, 3, 4)
+#: the operations whose figure was operations per second in documents before version 4,
+#: which did not store the subject: the metadata probes
+LEGACY_PER_OPERATION: tuple[str, ...] = ("head", "list", "delete")
 _SCHEMA_NAME = "storeprobe.results"
 
 
@@ -76,6 +100,55 @@ def _upgrade_v1(record: Any) -> Any:
                 else text
                 for text in texts
             ]
+    return upgraded
+
+
+def legacy_subject(operation: str, workload: Workload, *, step: bool) -> Subject:
+    """The subject of a result written before version 4, from its ``operation``, its
+    ``workload`` and whether it was a scenario ``step``, as version 3's ``Result.subject``
+    derived it: operations per second for ``head``, ``list`` and ``delete`` (named by
+    the workload's label; its objects' size 0 where the label says ``0 B``, the size a
+    workload could not hold), seconds per step for a step, else bytes per second."""
+    if operation in LEGACY_PER_OPERATION:
+        label = workload.label
+        empty = workload.size == 1 and label == f"{workload.count} × {format_size(0)}"
+        return Subject(
+            unit=Unit.OPERATIONS_PER_S,
+            operations=workload.count,
+            label=label,
+            shape=label,
+            description=label,
+            object_size=0 if empty else workload.size,
+        )
+    subject = Subject.of(workload)
+    return attrs.evolve(subject, unit=Unit.SECONDS_PER_STEP) if step else subject
+
+
+def _upgrade_v3(record: Any) -> Any:
+    """A result record of versions 1 to 3 in version-4 shape: its subject derived from
+    its workload (:func:`legacy_subject`), the workload kept only for a seed probe; the
+    records of a distributed probe's members likewise."""
+    if not isinstance(record, dict) or "subject" in record:
+        return record
+    upgraded = dict(record)
+    try:
+        workload = Workload.from_dict(record["workload"])
+        operation = record["operation"]
+        step = record.get("step") is not None
+        fleet = record.get("fleet")
+        upgraded["subject"] = legacy_subject(operation, workload, step=step).to_dict()
+        if operation in LEGACY_PER_OPERATION or step or fleet is not None:
+            upgraded["workload"] = None
+        if isinstance(fleet, dict) and isinstance(fleet.get("members"), list):
+            members = [
+                {**member, "result": _upgrade_v3(member.get("result"))}
+                if isinstance(member, dict)
+                else member
+                for member in fleet["members"]
+            ]
+            upgraded["fleet"] = {**fleet, "members": members}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ResultFormatError(f"malformed result record: {exc!r}") from exc
     return upgraded
 
 
@@ -148,4 +221,6 @@ def read_records(source: str | Path) -> list[Any]:
         raise ResultFormatError(f"results document in {origin} has no 'results' list")
     if version == 1:
         records = [_upgrade_v1(record) for record in records]
+    if version < 4:
+        records = [_upgrade_v3(record) for record in records]
     return records

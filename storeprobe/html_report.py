@@ -41,6 +41,7 @@ from storeprobe.render import (
 )
 from storeprobe.result import Result
 from storeprobe.units import format_bytes, format_size
+from storeprobe.workload import Workload
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -106,8 +107,7 @@ def _svg(figure: Figure) -> str:
     return text[start:] if start >= 0 else text
 
 
-def _workload_spec(result: Result) -> str:
-    workload = result.workload
+def _workload_spec(workload: Workload) -> str:
     if workload.name in ("small", "large"):
         return workload.name
     if workload.sizes is not None:
@@ -121,16 +121,19 @@ def run_command(results: Iterable[Result]) -> str:
     URLs, stream counts, workloads, repeats, warm-up repeats, the S3 client, the label and the seed
     (when all results share one) come from the results. Storage options are never
     recorded, so a target that needs them gets ``-o KEY=...`` placeholders to fill in.
-    Scenario steps (backups) are left out: they are run by ``storeprobe backup``.
+    Only seed probes (those with a ``workload``) are rebuilt: scenario steps are run by
+    ``storeprobe backup``, metadata probes by ``Probe.metadata``; a distributed probe's
+    aggregate is left out too (its members' workloads are each worker's own).
     """
-    probes = [result for result in results if result.step is None]
+    probes = [result for result in results if result.workload is not None]
+    workloads = [result.workload for result in probes if result.workload is not None]
     if not probes:
         raise ConfigurationError("no probe results to rebuild a run command from")
     words = ["storeprobe", "run"]
     words += list(dict.fromkeys(result.target_id for result in probes))
     streams = sorted({result.streams for result in probes})
     words += ["--streams", *(str(n) for n in streams)]
-    for spec in dict.fromkeys(_workload_spec(result) for result in probes):
+    for spec in dict.fromkeys(_workload_spec(workload) for workload in workloads):
         words += ["--workload", spec]
     repeats = max(len(result.samples) + len(result.errors) for result in probes)
     words += ["--repeats", str(repeats)]
@@ -144,7 +147,7 @@ def run_command(results: Iterable[Result]) -> str:
     label = labels.pop() if len(labels) == 1 else None
     if label:
         words += ["--label", label]
-    seeds = {result.workload.seed for result in probes}
+    seeds = {workload.seed for workload in workloads}
     seed = seeds.pop() if len(seeds) == 1 else None
     if seed is not None:
         words += ["--seed", str(seed)]

@@ -215,7 +215,7 @@ class Measurement:
             prefix=prefix,
             notices=notices,
             operation=self.operation,
-            workload=workload,
+            measured=workload,
             effective_streams=layout.effective_streams,
             strategy=strategy,
             environment=environment,

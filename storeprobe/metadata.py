@@ -35,9 +35,9 @@ requests ÷ window for ``head`` and ``delete``, and *keys* listed ÷ window for 
 second are :func:`pages_per_s`). Latency percentiles are per request (per whole listing
 for ``list``). No bandwidth figure: these requests move no payload.
 
-The Result's ``workload`` has the probe's ``count``; a :class:`Workload` holds at least
-1 byte per object, so its ``size`` is ``max(size, 1)`` and its name
-(``"1000 × 0 B"``) keeps the objects' true size. Renderers show the name.
+The Result's ``subject`` counts operations per second of ``count`` objects of their
+true ``size`` (0 B included), named ``"1000 × 0 B"``; its ``workload`` is None (no
+payload is timed). The objects' bytes come from a :class:`Workload` of the probe's seed.
 """
 
 from __future__ import annotations
@@ -59,13 +59,14 @@ from storeprobe.execution import (
 )
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import Plan, delete_plan, head_plan
-from storeprobe.render import OPS_UNIT, PER_OPERATION, median_ops_per_s, ops_per_s
+from storeprobe.render import OPS_UNIT, median_ops_per_s, ops_per_s
 from storeprobe.repeats import Housekeeping, Turn, retried_notice, run_repeats, stability_of
 from storeprobe.request import Kind, Part, Request
 from storeprobe.result import Result, Sample
 from storeprobe.sampling import sample_of
 from storeprobe.settings import Settings
 from storeprobe.strategy import Shape, Strategy
+from storeprobe.subject import Subject, Unit
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Run
 from storeprobe.units import GiB, format_size, parse_size
@@ -87,7 +88,6 @@ __all__ = [
 MetadataOperation = Literal["head", "list", "delete"]
 #: the metadata probes, in the order people publish them
 METADATA_OPERATIONS: tuple[MetadataOperation, ...] = get_args(MetadataOperation)
-assert METADATA_OPERATIONS == PER_OPERATION  # render shows ops/s for exactly these
 #: most objects one metadata probe writes and times
 MAX_KEYS = 1_000_000
 
@@ -149,8 +149,18 @@ class MetadataMeasurement:
     clock: Clock
 
     @property
-    def workload(self) -> Workload:
-        """What the Result reports: ``count`` objects, named with their true size."""
+    def subject(self) -> Subject:
+        """What the Result counts: operations per second of ``count`` objects of ``size``
+        bytes, named ``"1000 × 0 B"``."""
+        return Subject.counted(
+            Unit.OPERATIONS_PER_S, self.count, each=format_size(self.size), object_size=self.size
+        )
+
+    @property
+    def _content(self) -> Workload:
+        """Where the objects' bytes come from: ``count`` objects from the probe's seed
+        (a Workload holds at least 1 byte per object: an empty object's body is 0 of
+        them)."""
         seed = self.settings.seed if self.settings.seed is not None else 0
         name = f"{self.count} × {format_size(self.size)}"
         return Workload(count=self.count, size=max(self.size, 1), seed=seed, name=name)
@@ -164,7 +174,7 @@ class MetadataMeasurement:
         """Measure, and return the Result (errors and warnings included)."""
         target, backend = self.target, self.target.backend
         if self.size:
-            check_memory(self.workload, self.count * self.size, "one repeat's objects")
+            check_memory(self._content, self.count * self.size, "one repeat's objects")
         environment, prefix = open_run(target, self.settings.label, self.settings.timeout)
         house = Housekeeping(target=target, settings=self.settings, clock=self.clock)
         written: list[str] = []
@@ -201,7 +211,7 @@ class MetadataMeasurement:
             prefix=prefix,
             notices=notices,
             operation=self.operation,
-            workload=self.workload,
+            measured=self.subject,
             effective_streams=self.effective_streams,
             strategy=self._strategy(),
             environment=environment,
@@ -211,7 +221,7 @@ class MetadataMeasurement:
     def _write(self, writer: AsyncBackend | SyncBackend, names: Sequence[str], repeat: int) -> None:
         """Untimed: one PUT of ``size`` bytes per name, the first alone, then ≤
         ``prep_streams`` at once."""
-        content = self.workload.with_seed(((self.settings.seed or 0) + repeat) % 2**63)
+        content = self._content.with_seed(((self.settings.seed or 0) + repeat) % 2**63)
         parts = [Part(index, 0, self.size) for index in range(len(names))]
         puts = [
             Request(kind=Kind.PUT, key=name, body=part)

@@ -368,7 +368,7 @@ def plot_streams(results: Iterable[Result], *, unit: str = "workload") -> Figure
     check_unit(unit)
     measured = _measured(results)
     units = {
-        resolve_unit(unit, [r.bytes_per_s for r in measured], object_size=r.workload.size)
+        resolve_unit(unit, [r.bytes_per_s for r in measured], object_size=r.subject.object_size)
         for r in measured
     }
     if len(units) != 1:
@@ -519,7 +519,7 @@ def plot_timeline(result: Result, *, unit: str = "workload", slice_ns: int | Non
         )
     lines = [(number, sample.timeline(slice_ns)) for number, sample in usable]
     peak = [float(line.rates.max()) for _, line in lines]
-    concrete = resolve_unit(unit, peak, object_size=result.workload.size)
+    concrete = resolve_unit(unit, peak, object_size=result.subject.object_size)
     figure: Figure = _figure_class()(figsize=(6.4, 3.8), layout="constrained")
     ax = figure.subplots()
     for index, (number, line) in enumerate(lines):

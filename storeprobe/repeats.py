@@ -44,6 +44,7 @@ from storeprobe.result import Operation, Result, Sample
 from storeprobe.settings import Settings
 from storeprobe.stats import stability_notices
 from storeprobe.strategy import Strategy
+from storeprobe.subject import Subject
 from storeprobe.target import Target
 from storeprobe.transfer import Clock
 from storeprobe.verification import ShortTransferError, VerificationError
@@ -177,7 +178,7 @@ class Housekeeping:
         prefix: str,
         notices: Sequence[Notice],
         operation: Operation,
-        workload: Workload,
+        measured: Workload | Subject,
         effective_streams: int,
         strategy: Strategy,
         environment: Environment,
@@ -185,13 +186,17 @@ class Housekeeping:
         """The Result of a probe call from its repeats (samples, errors, warm-ups):
         warnings ``notices`` (the probe's own, its judgement of the samples among them),
         then the ``cleanup-incomplete`` one where something remained under ``prefix``;
-        the target's URL, protocol and client, the settings' streams."""
+        the target's URL, protocol and client, the settings' streams. ``measured`` is
+        the payload a seed probe moved (the Result's ``workload``, its subject
+        :meth:`~storeprobe.subject.Subject.of` it) or the subject of a probe
+        that moves no payload (its ``workload`` None)."""
         warnings = list(notices)
         if (cleanup := cleanup_notice(prefix, list(repeated.leftovers))) is not None:
             warnings.append(cleanup)
         return Result(
             operation=operation,
-            workload=workload,
+            subject=measured if isinstance(measured, Subject) else Subject.of(measured),
+            workload=measured if isinstance(measured, Workload) else None,
             url=self.target.url,
             protocol=self.target.protocol,
             backend=self.target.backend.client,

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 import numpy as np
 from attrs import field, frozen
+from attrs.validators import instance_of, optional
 
 from storeprobe import render
 from storeprobe.cost import Cost, PriceSheet, bill
@@ -38,7 +39,7 @@ from storeprobe.sample import Sample
 from storeprobe.stats import Percentiles, Summary, percentiles, summarize
 from storeprobe.step import Step
 from storeprobe.strategy import Strategy
-from storeprobe.subject import PER_OPERATION, Subject, Unit
+from storeprobe.subject import Subject
 from storeprobe.timeline import Timeline
 from storeprobe.units import kib_per_s, mib_per_s, mibit_per_s
 from storeprobe.workload import Workload
@@ -74,6 +75,14 @@ def _samples(value: Iterable[Sample]) -> tuple[Sample, ...]:
 class Result:
     """The outcome of one probe: one operation of one workload on one target.
 
+    ``subject`` says what the figure counts and in which unit (bytes/s, operations/s,
+    seconds per step), how many operations a repeat made and the names tables show (see
+    :mod:`storeprobe.subject`); renderers, plots and comparisons read it, never the
+    operation's name. ``workload`` is the payload a seed probe (upload, download) moved,
+    with the seed its bytes came from; None where no one payload workload describes the
+    result (a metadata probe, a scenario step, a distributed probe's aggregate, whose
+    members hold their own).
+
     ``backend`` names the client that moved the bytes (``s3fs``, ``obstore``, ``gcsfs``,
     ``adlfs``, ``sshfs``, ``local``, or the fsspec class name). ``streams`` is what was
     asked; ``effective_streams`` the most requests the probe could keep in flight, and
@@ -90,7 +99,7 @@ class Result:
     """
 
     operation: Operation
-    workload: Workload
+    subject: Subject = field(validator=instance_of(Subject))
     url: str
     protocol: str
     backend: str
@@ -101,8 +110,11 @@ class Result:
     errors: tuple[Notice, ...] = field(default=(), converter=notices_of)
     warnings: tuple[Notice, ...] = field(default=(), converter=notices_of)
     environment: Environment
-    #: the scenario step this result is (None for a seed probe); for a step, ``workload``
-    #: summarises the dataset version: its file count and mean file size
+    #: the payload of a seed probe (its seed recorded); None for a metadata probe, a
+    #: scenario step and a distributed probe's aggregate
+    workload: Workload | None = field(default=None, validator=optional(instance_of(Workload)))
+    #: the scenario step this result is (None for a seed probe); its ``subject`` counts
+    #: the dataset version's files, of their mean size
     step: Step | None = None
     #: how a distributed probe ran (None for one process): its workers, their clock
     #: offsets and each worker's own Result (see :mod:`storeprobe.distributed`)
@@ -125,34 +137,8 @@ class Result:
 
     @property
     def probe(self) -> str:
-        """``"upload small"``, ``"download 10 × 1 MiB"``: operation and workload."""
-        return f"{self.operation} {self.workload.label}"
-
-    @property
-    def subject(self) -> Subject:
-        """What the figure counts and in which unit (see :mod:`storeprobe.subject`):
-        operations per second for ``head``, ``list`` and ``delete``, seconds per step
-        for a scenario step, else payload bytes per second. Renderers, plots and
-        comparisons read the unit here, never from the operation's name."""
-        workload = self.workload
-        if self.operation in PER_OPERATION:
-            # a metadata workload's own label keeps empty objects' 0 B (a Workload
-            # holds at least 1 byte per object)
-            label = workload.label
-            return Subject(
-                unit=Unit.OPERATIONS_PER_S,
-                operations=workload.count,
-                shape=label,
-                description=label,
-                object_size=workload.size,
-            )
-        return Subject(
-            unit=Unit.BYTES_PER_S if self.step is None else Unit.SECONDS_PER_STEP,
-            operations=workload.count,
-            shape=workload.shape,
-            description=workload.describe(),
-            object_size=workload.size,
-        )
+        """``"upload small"``, ``"download 10 × 1 MiB"``: operation and subject's label."""
+        return f"{self.operation} {self.subject.label}"
 
     @property
     def ok(self) -> bool:
@@ -248,8 +234,8 @@ class Result:
 
     @property
     def objects_per_s(self) -> float:
-        """Objects moved per second in the best repeat."""
-        return self.workload.count / self.best_seconds
+        """Objects moved (the subject's operations) per second in the best repeat."""
+        return self.subject.operations / self.best_seconds
 
     @property
     def throughput(self) -> Summary:
@@ -299,7 +285,7 @@ class Result:
     @property
     def rate_unit(self) -> str:
         """The unit people publish this workload in: KiB/s below 1 MiB per object, else MiB/s."""
-        return render.resolve_unit("workload", object_size=self.workload.size)
+        return render.resolve_unit("workload", object_size=self.subject.object_size)
 
     # -- text -------------------------------------------------------------------------
     def __str__(self) -> str:
@@ -325,7 +311,8 @@ class Result:
         """A JSON-ready dict of every field (no secrets: the URL is already redacted)."""
         return {
             "operation": self.operation,
-            "workload": self.workload.to_dict(),
+            "subject": self.subject.to_dict(),
+            "workload": None if self.workload is None else self.workload.to_dict(),
             "url": self.url,
             "protocol": self.protocol,
             "backend": self.backend,
@@ -348,7 +335,8 @@ class Result:
         try:
             return cls(
                 operation=data["operation"],
-                workload=Workload.from_dict(data["workload"]),
+                subject=Subject.from_dict(data["subject"]),
+                workload=None if data["workload"] is None else Workload.from_dict(data["workload"]),
                 url=data["url"],
                 protocol=data["protocol"],
                 backend=data["backend"],

@@ -139,7 +139,7 @@ class ResultSet:
         def keep(result: Result) -> bool:
             return (
                 (operation is None or result.operation == operation)
-                and (workload is None or result.workload.label == workload)
+                and (workload is None or result.subject.label == workload)
                 and (streams is None or result.streams == streams)
                 and (environment is None or result.environment.name == environment)
                 and (url is None or result.url == url)
@@ -307,9 +307,9 @@ def _tidy(result: Result) -> dict[str, Any]:
     return {
         "probe": result.probe,
         "operation": result.operation,
-        "workload": result.workload.label,
-        "count": result.workload.count,
-        "size_bytes": result.workload.size,
+        "workload": result.subject.label,
+        "count": result.subject.operations,
+        "size_bytes": result.subject.object_size,
         "url": result.url,
         "backend": result.backend,
         "protocol": result.protocol,

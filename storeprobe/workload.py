@@ -214,8 +214,13 @@ class Workload:
     @property
     def shape(self) -> str:
         """``"256 × 16 KiB"`` or ``"1000 × lognormal(16 KiB, σ 1.5)"``."""
-        each = format_size(self.size) if self.sizes is None else self.sizes.label
-        return f"{self.count} × {each}"
+        return f"{self.count} × {self.size_label}"
+
+    @property
+    def size_label(self) -> str:
+        """``"16 KiB"`` or ``"lognormal(16 KiB, σ 1.5)"``: each object's size, or the
+        distribution they are drawn from."""
+        return format_size(self.size) if self.sizes is None else self.sizes.label
 
     @property
     def label(self) -> str:

@@ -11,13 +11,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from storeprobe import Workload
+from storeprobe import Result, Workload
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.patches import Rectangle
 
 __all__ = ["StepClock", "bars", "gcs_emulator_seed", "interruptible_children", "tree"]
+
+
+def payload(result: Result) -> Workload:
+    """The workload a seed probe's Result moved: a seed probe (upload, download) always
+    records one; other Results (metadata, steps, aggregates) have none."""
+    assert result.workload is not None, f"{result.probe} records no workload"
+    return result.workload
 
 
 class StepClock:

@@ -16,7 +16,7 @@ import pytest
 from storeprobe import ResultSet, load_results
 from storeprobe.cli import main
 from storeprobe.render import resolve_unit
-from tests.helpers import interruptible_children
+from tests.helpers import interruptible_children, payload
 from tests.servers import S3_KEY, S3_SECRET, Server, free_port
 
 
@@ -427,9 +427,9 @@ def test_seed_reproduces_a_run_and_no_seed_draws_a_fresh_one(tmp_path: Path) -> 
     assert main([*argv, "--seed", "7", "--json", str(files[1])]) == 0
     assert main([*argv, "--json", str(files[2])]) == 0
     assert main([*argv, "--json", str(files[3])]) == 0
-    seeded = [r.workload.seed for f in files[:2] for r in load_results(f)]
+    seeded = [payload(r).seed for f in files[:2] for r in load_results(f)]
     assert seeded == [7, 7, 7, 7]
-    fresh = {r.workload.seed for f in files[2:] for r in load_results(f)}
+    fresh = {payload(r).seed for f in files[2:] for r in load_results(f)}
     assert len(fresh) >= 2  # a fresh random seed per measurement
 
 

@@ -18,11 +18,13 @@ from storeprobe import (
     Result,
     Sample,
     Step,
+    Subject,
     Workload,
     dump_results,
 )
 from storeprobe.cli import main
 from storeprobe.comparison import ProbeIdentity, Report, compare_results, parse_threshold
+from storeprobe.document import legacy_subject
 from storeprobe.render import REGRESSED, render_regressions
 
 SMALL = Workload.small()  # 4 MiB: 1 s is 4 MiB/s
@@ -48,7 +50,8 @@ def result(
     """One repeat per entry of ``seconds``, each moving the whole workload."""
     return Result(
         operation=operation,  # type: ignore[arg-type]
-        workload=workload,
+        subject=legacy_subject(operation, workload, step=step is not None),
+        workload=workload if step is None and operation in ("upload", "download") else None,
         url=url,
         protocol="s3",
         backend=backend,
@@ -148,6 +151,7 @@ def boundary(new_ns: int) -> Report:
     def exact(elapsed_ns: int) -> Result:
         return Result(
             operation="upload",
+            subject=Subject.of(BIG),
             workload=BIG,
             url="s3://bucket/dir",
             protocol="s3",

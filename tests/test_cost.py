@@ -22,6 +22,7 @@ from storeprobe.cost import (
     scenario_cost,
 )
 from storeprobe.dataset import Sizes, Tree
+from storeprobe.document import legacy_subject
 from storeprobe.errors import ConfigurationError
 from storeprobe.render import money
 from storeprobe.request import KINDS, Kind
@@ -76,7 +77,8 @@ def _result(
     )
     return Result(
         operation="backup" if step else "download",
-        workload=Workload.small(),
+        subject=legacy_subject("backup", Workload.small(), step=step is not None),
+        workload=None if step else Workload.small(),
         url="file:///t",
         protocol="file",
         backend="local",

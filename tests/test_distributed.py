@@ -25,8 +25,9 @@ from storeprobe.distributed import (
 from storeprobe.errors import ConfigurationError, TargetUnreachableError
 from storeprobe.execution import HOLD, delete_names, hold_prefix
 from storeprobe.result import Sample
+from storeprobe.subject import Subject, Unit
 from tests.conftest import s3_options
-from tests.helpers import tree
+from tests.helpers import payload, tree
 from tests.http_proxy import CountingProxy
 from tests.servers import S3_SECRET, Server
 
@@ -196,12 +197,22 @@ def test_two_workers_move_their_bytes_on_one_window(
         # the common window holds each worker's window: never shorter than the longest
         assert merged.elapsed_ns >= max(part.elapsed_ns for part in parts)
         assert sorted(set(merged.workers.tolist())) == [0, 1]
-    assert result.workload.total_bytes == 2 * WORKLOAD.total_bytes
+    # the aggregate counts the fleet's objects; each member holds its own workload
+    assert result.subject == Subject(
+        unit=Unit.BYTES_PER_S,
+        operations=2 * WORKLOAD.count,
+        label="2 workers × 8 × 64 KiB",
+        shape="16 × 64 KiB",
+        description="2 workers × 8 × 64 KiB (16 × 64 KiB)",
+        object_size=64 * 1024,
+    )
+    assert result.workload is None
+    assert [payload(m).total_bytes for m in members if m is not None] == [WORKLOAD.total_bytes] * 2
     # on one machine the clocks agree: every offset lies within its uncertainty of 0
     for member in fleet.members:
         assert abs(member.offset_ns) <= member.uncertainty_ns
     # each worker wrote its own content: no two workers' seeds are the same
-    seeds = {member.workload.seed for member in members if member is not None}
+    seeds = {payload(member).seed for member in members if member is not None}
     assert len(seeds) == 2
     # the result survives its JSON document, workers included
     again = load_results(dump_results([result]))[0]

@@ -23,6 +23,7 @@ from storeprobe.metadata import MAX_KEYS, median_ops_per_s, ops_per_s, pages_per
 from storeprobe.notices import Code
 from storeprobe.render import comparison_tables, render_tables, results_table
 from storeprobe.request import Kind, Outcome, SyncJob
+from storeprobe.subject import Subject, Unit
 from storeprobe.units import significant
 from tests.conftest import s3_options
 from tests.helpers import StepClock, tree
@@ -73,9 +74,16 @@ def test_rates_exact_and_nothing_left(target: tuple[str, Any], operation: str, s
     result = probe.metadata(operation, count=count, size=size)  # type: ignore[arg-type]
     assert result.ok, result.errors
     assert result.operation == operation
-    assert result.workload.count == count
-    assert result.workload.label == f"{count} × {size} B"
-    assert result.workload.size == max(size, 1)
+    # the subject counts the objects, of their true size (0 B included); no payload
+    assert result.subject == Subject(
+        unit=Unit.OPERATIONS_PER_S,
+        operations=count,
+        label=f"{count} × {size} B",
+        shape=f"{count} × {size} B",
+        description=f"{count} × {size} B",
+        object_size=size,
+    )
+    assert result.workload is None
     assert len(result.samples) == 3
     for sample in result.samples:
         assert sample.requests_by_kind == expected_kinds(operation, count)

@@ -12,6 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.colors import to_hex
 
 from storeprobe import ConfigurationError, Environment, Result, Sample, Workload
+from storeprobe.document import legacy_subject
 from storeprobe.plot import (
     MEDIAN_KEY,
     OKABE_ITO,
@@ -43,7 +44,8 @@ def result(
 ) -> Result:
     return Result(
         operation="upload",
-        workload=workload,
+        subject=legacy_subject("upload", workload, step=step is not None),
+        workload=workload if step is None else None,
         url=url,
         protocol="s3",
         backend="obstore",

@@ -24,7 +24,7 @@ from storeprobe import (
 from storeprobe.backends import SyncBackend
 from storeprobe.notices import Code
 from storeprobe.request import Kind, Part, Request
-from tests.helpers import StepClock
+from tests.helpers import StepClock, payload
 
 TINY = Workload(count=8, size="4KiB")
 
@@ -213,11 +213,11 @@ def test_missing_local_root_is_a_clear_error(tmp_path: Path) -> None:
 def test_convenience_methods_use_the_seed_workloads(tmp_path: Path) -> None:
     probe = Probe.from_url(str(tmp_path), repeats=1)
     results: list[Result] = [probe.upload_small(), probe.download_small()]
-    assert [r.workload.with_seed(0) for r in results] == [Workload.small(seed=0)] * 2
+    assert [payload(r).with_seed(0) for r in results] == [Workload.small(seed=0)] * 2
     assert all(r.ok for r in results)
     large = probe.download_large()
-    assert large.workload.with_seed(0) == Workload.large(seed=0)
-    assert large.workload.seed is not None  # the run recorded the seed it drew
+    assert payload(large).with_seed(0) == Workload.large(seed=0)
+    assert payload(large).seed is not None  # the run recorded the seed it drew
     assert large.ok
     assert os.listdir(tmp_path) == []
 
@@ -253,9 +253,9 @@ def test_each_run_writes_fresh_bytes_unless_a_seed_is_given() -> None:
     again = Probe(fs, "/seeds", repeats=2, seed=42)
     assert _digests(seeded, workload) == _digests(again, workload)
     result = seeded.upload(workload)
-    assert result.workload.seed == 42  # recorded, so the run's bytes can be reproduced
+    assert payload(result).seed == 42  # recorded, so the run's bytes can be reproduced
     # a workload's own seed wins over the probe's
-    assert seeded.upload(workload.with_seed(7)).workload.seed == 7
+    assert payload(seeded.upload(workload.with_seed(7))).seed == 7
 
 
 def test_a_drawn_seed_is_recorded_and_reproduces_the_bytes() -> None:
@@ -264,8 +264,8 @@ def test_a_drawn_seed_is_recorded_and_reproduces_the_bytes() -> None:
     RecordingMemoryFS.written = []
     result = Probe(fs, "/seeds", repeats=1).upload(workload)
     drawn = dict(RecordingMemoryFS.written)
-    assert result.workload.seed is not None
-    assert _digests(Probe(fs, "/seeds", repeats=1, seed=result.workload.seed), workload) == drawn
+    assert payload(result).seed is not None
+    assert _digests(Probe(fs, "/seeds", repeats=1, seed=payload(result).seed), workload) == drawn
 
 
 class CountingCallback(Callback):  # type: ignore[misc]  # fsspec ships no type hints

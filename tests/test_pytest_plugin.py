@@ -82,7 +82,7 @@ def test_every_result_of_the_fixture_is_saved_per_machine(tests: pytest.Pytester
     path = storage(tests) / "0001_base.json"
     outcome.stdout.fnmatch_lines([f"storeprobe: saved 3 results to {path}"])
     results = load_results(path)
-    assert [(r.operation, r.workload.label) for r in results] == [
+    assert [(r.operation, r.subject.label) for r in results] == [
         ("upload", "4 × 1 KiB"),
         ("upload", "2 × 1 KiB"),
         ("download", "2 × 1 KiB"),

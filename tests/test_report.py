@@ -18,6 +18,7 @@ from storeprobe import (
     Result,
     ResultSet,
     Sample,
+    Subject,
     Workload,
 )
 from storeprobe.plot import plot_probes, plot_streams
@@ -45,6 +46,7 @@ def result(
     workload = workload or Workload.small()
     return Result(
         operation=operation,  # type: ignore[arg-type]
+        subject=Subject.of(workload),
         workload=workload,
         url=url,
         protocol=protocol,

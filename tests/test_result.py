@@ -14,6 +14,7 @@ from storeprobe import (
     Result,
     ResultFormatError,
     Sample,
+    Subject,
     Workload,
     load_results,
 )
@@ -26,6 +27,7 @@ def make_result(elapsed: list[int], workload: Workload | None = None, **kwargs: 
     workload = workload or Workload.small()
     fields: dict[str, object] = {
         "operation": "upload",
+        "subject": Subject.of(workload),
         "workload": workload,
         "url": "s3://bench/dir",
         "protocol": "s3",
@@ -136,7 +138,7 @@ def test_json_round_trip_is_exact() -> None:
     assert load_results(text) == [result, result]
     assert Result.from_json(result.to_json()) == result
     document = json.loads(text)
-    assert document["version"] == SCHEMA_VERSION == 3
+    assert document["version"] == SCHEMA_VERSION == 4
     assert document["results"][0]["samples"][0]["latencies_ns"] == [3]
     assert document["results"][0]["warnings"] == [HIGH.to_dict()]
     assert document["results"][0]["errors"] == [

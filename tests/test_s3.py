@@ -28,7 +28,7 @@ from storeprobe.notices import Code
 from storeprobe.strategy import Fallback
 from tests.conftest import s3_options
 from tests.delay_proxy import DelayProxy
-from tests.helpers import tree
+from tests.helpers import payload, tree
 from tests.http_proxy import CountingProxy
 from tests.servers import S3_SECRET, Server, free_port
 
@@ -97,7 +97,7 @@ def test_four_seed_probes_verified(s3_storage_options: dict[str, Any], s3_bucket
     ]
     for result in results:
         assert result.ok, result.errors
-        assert result.samples[0].nbytes == result.workload.total_bytes
+        assert result.samples[0].nbytes == payload(result).total_bytes
         assert result.protocol == "s3"
         assert result.url == "s3://bench/seed"
         assert result.kib_per_s > 0

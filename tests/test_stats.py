@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from storeprobe import Environment, Probe, Result, Sample, Workload
+from storeprobe import Environment, Probe, Result, Sample, Subject, Workload
 from storeprobe.errors import ConfigurationError
 from storeprobe.notices import Code
 from storeprobe.stats import (
@@ -41,6 +41,7 @@ def sample(elapsed_ns: int, nbytes: int = MiB, **kw: Any) -> Sample:
 def result_of(samples: list[Sample], operation: str = "upload") -> Result:
     return Result(
         operation=operation,  # type: ignore[arg-type]
+        subject=Subject.of(Workload(count=1, size=MiB)),
         workload=Workload(count=1, size=MiB),
         url="s3://b",
         protocol="s3",

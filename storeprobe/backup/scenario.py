@@ -49,13 +49,13 @@ from storeprobe.sampling import combine, seconds_by_kind
 from storeprobe.settings import Settings
 from storeprobe.step import Step
 from storeprobe.strategy import Shape, Strategy
+from storeprobe.subject import Subject, Unit
 from storeprobe.target import Target
 from storeprobe.transfer import Clock
 from storeprobe.units import format_size
 from storeprobe.verification import VerificationError
-from storeprobe.workload import Workload
 
-__all__ = ["backup_restore"]
+__all__ = ["backup_restore", "step_subject"]
 
 _SCENARIO = "backup-restore"
 
@@ -184,7 +184,7 @@ class _Scenario:
         target = self.session.target
         return Result(
             operation=step.kind,
-            workload=_summary(self.versions[step.version]),
+            subject=step_subject(self.versions[step.version]),
             url=target.url,
             protocol=target.protocol,
             backend=target.client,
@@ -210,12 +210,19 @@ def _changed_bytes(dataset: Dataset, previous: Dataset | None) -> int:
     return dataset.total_bytes
 
 
-def _summary(dataset: Dataset) -> Workload:
-    """The dataset as a Workload: its file count and mean file size, named after it."""
-    count = max(1, len(dataset.files))
-    mean = max(1, -(-dataset.total_bytes // count))
+def step_subject(dataset: Dataset) -> Subject:
+    """What a step of ``dataset`` counts: seconds per step, of its files (their mean
+    size, rounded up), named ``"tree v1"`` or ``"image v0"`` with its ``"12 × 3 KiB"``."""
+    files = len(dataset.files)
+    mean = -(-dataset.total_bytes // files) if files else 0
     kind = "image" if isinstance(dataset, Image) else "tree"
-    return Workload(count=count, size=mean, seed=dataset.seed, name=f"{kind} v{dataset.version}")
+    return Subject.counted(
+        Unit.SECONDS_PER_STEP,
+        files,
+        each=format_size(mean),
+        object_size=mean,
+        name=f"{kind} v{dataset.version}",
+    )
 
 
 def _error(target: Target, exc: Exception) -> Notice:

@@ -25,11 +25,11 @@ from storeprobe.result import Fleet, Member, Result, Sample
 from storeprobe.sampling import Window, aggregate
 from storeprobe.stats import stability_notices
 from storeprobe.strategy import Shape, Strategy
+from storeprobe.subject import Subject, Unit
 from storeprobe.target import Target
 from storeprobe.transfer import Clock
-from storeprobe.workload import Workload
 
-__all__ = ["SPREAD_WARNING", "UNCERTAINTY_WARNING", "aggregate_result"]
+__all__ = ["SPREAD_WARNING", "UNCERTAINTY_WARNING", "aggregate_result", "fleet_subject"]
 
 #: a start spread above this fraction of the window gets a ``start-spread`` warning
 SPREAD_WARNING = 0.05
@@ -71,16 +71,9 @@ def aggregate_result(
         warnings.append(cleanup)
     count = len(members)
     first = next((r for r in reports if r is not None), None)
-    workload = spec.workload
     return Result(
         operation=spec.operation,
-        workload=Workload(
-            count=workload.count * count,
-            size=workload.size,
-            sizes=workload.sizes,
-            seed=workload.seed,
-            name=f"{count} workers × {workload.label}",
-        ),
+        subject=fleet_subject(spec, count),
         url=target.url,
         protocol=target.protocol,
         backend=first.result.backend if first is not None else target.client,
@@ -97,6 +90,21 @@ def aggregate_result(
         warnings=tuple(warnings),
         environment=environment,
         fleet=fleet,
+    )
+
+
+def fleet_subject(spec: Spec, workers: int) -> Subject:
+    """What the aggregate counts: the payload bytes per second of the workers' workloads
+    together (``workers`` × the spec's objects, of its size or distribution), named
+    ``"2 workers × small"``; the Result's ``workload`` is None: each member's Result
+    holds its own, with its own seed (and sizes drawn from it)."""
+    each = spec.workload
+    return Subject.counted(
+        Unit.BYTES_PER_S,
+        each.count * workers,
+        each=each.size_label,
+        object_size=each.size,
+        name=f"{workers} workers × {each.label}",
     )
 
 

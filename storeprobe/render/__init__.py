@@ -7,9 +7,10 @@ Renderers return strings; only the CLI prints. This module owns
   MiB/s otherwise; ``"auto"``: by magnitude, MiB/s from 1 MiB/s up, KiB/s below;
   or one of ``"KiB/s"``, ``"MiB/s"``, ``"Mibit/s"``), :func:`scale` and :func:`rate`
   convert B/s with :mod:`storeprobe.units`' 1024-based converters;
-- **operations per second**: the figure of metadata probes (``head``, ``list``,
-  ``delete``: :data:`PER_OPERATION`) is :func:`ops_per_s`, objects (keys) per second,
-  shown in ``ops/s`` wherever another result shows a byte rate;
+- **operations per second**: the figure of a result whose subject counts operations
+  (metadata probes: :attr:`~storeprobe.subject.Subject.per_operation`)
+  is :func:`ops_per_s`, objects (keys) per second, shown in ``ops/s`` wherever another
+  result shows a byte rate;
 - **one Result as text**: :func:`result_line` (``str(result)``), :func:`result_repr`,
   :func:`result_summary` (the line and its notices), :func:`result_html`;
 - **tables** (:class:`Table` of :class:`Cell`) rendered by :func:`render_tables` as
@@ -93,13 +94,11 @@ from storeprobe.render.tables import (
     Table,
     render_tables,
 )
-from storeprobe.subject import PER_OPERATION
 
 __all__ = [
     "CROWN",
     "FORMATS",
     "OPS_UNIT",
-    "PER_OPERATION",
     "RATE_UNITS",
     "REGRESSED",
     "REGRESSION_FORMATS",

@@ -11,7 +11,6 @@ from storeprobe.notices import Notice
 from storeprobe.strategy import Strategy
 from storeprobe.subject import Subject
 from storeprobe.units import MiB, auto_rate_unit, rate_in, significant
-from storeprobe.workload import Workload
 
 RateUnit = Literal["workload", "auto", "KiB/s", "MiB/s", "GiB/s", "Mibit/s"]
 #: the rate units accepted by every renderer and by ``--unit``
@@ -58,8 +57,6 @@ class ResultLike(Protocol):
 
     @property
     def operation(self) -> str: ...
-    @property
-    def workload(self) -> Workload: ...
     @property
     def url(self) -> str: ...
     @property

@@ -26,7 +26,7 @@ def _plural(count: int, word: str) -> str:
 
 
 def _where(result: ResultLike) -> str:
-    return f"{result.operation} {result.workload.label} on {result.url}, " + _plural(
+    return f"{result.operation} {result.subject.label} on {result.url}, " + _plural(
         result.streams, "stream"
     )
 
@@ -82,7 +82,7 @@ def _step_line(result: ResultLike, step: Step) -> str:
     space = "" if step.space_used is None else f", space used {format_bytes(step.space_used)}"
     dedup = "" if step.dedup_ratio is None else f", dedup {step.dedup_ratio:.1f}×"
     return (
-        f"{step.label} ({step.method}) of {result.workload.label} on {result.url}, "
+        f"{step.label} ({step.method}) of {result.subject.label} on {result.url}, "
         f"{_plural(result.streams, 'stream')}: {result.best_seconds:.3f} s, moved "
         f"{format_bytes(step.moved_bytes)} (changed {format_bytes(step.changed_bytes)} of "
         f"{format_bytes(step.dataset_bytes)}){space}{dedup}"
@@ -98,7 +98,7 @@ def result_repr(result: ResultLike, unit: str = "workload") -> str:
         else "no samples"
     )
     return (
-        f"<Result {result.operation} {result.workload.label} {result.url} "
+        f"<Result {result.operation} {result.subject.label} {result.url} "
         f"streams={result.streams} {figure} n={len(result.samples)} "
         f"errors={len(result.errors)} warnings={len(result.warnings)}>"
     )
@@ -136,7 +136,7 @@ def result_html(result: ResultLike, unit: str = "workload") -> str:
     else:
         best = median = "failed"
     rows = [
-        ("probe", f"{result.operation} {result.workload.label}"),
+        ("probe", f"{result.operation} {result.subject.label}"),
         ("target", f"{result.url} ({result.backend})"),
         ("streams", f"{result.streams} (effective {result.effective_streams})"),
         ("best", best),

@@ -69,7 +69,7 @@ def results_table(results: Sequence[ResultLike], unit: str = "workload") -> Tabl
         rows.append(
             [
                 *(Cell(text=label(result)) for _, label in extra),
-                Cell(text=f"{result.operation} {result.workload.label}"),
+                Cell(text=f"{result.operation} {result.subject.label}"),
                 Cell(text=_shape(result)),
                 Cell(text=concrete),
                 Cell(text=streams, value=float(result.streams)),
@@ -183,14 +183,20 @@ def _best(results: Iterable[ResultLike]) -> ResultLike | None:
 
 
 def probe_key(result: ResultLike) -> tuple[str, int, int, str, int]:
-    """What makes two results the same probe: workload label, count and size, operation,
-    streams. The payload seed is not part of it: fresh bytes, same probe."""
-    workload = result.workload
-    return (workload.label, workload.count, workload.size, result.operation, result.streams)
+    """What makes two results the same probe: its subject's label, operations and object
+    size, operation, streams. The payload seed is not part of it: fresh bytes, same probe."""
+    subject = result.subject
+    return (
+        subject.label,
+        subject.operations,
+        subject.object_size,
+        result.operation,
+        result.streams,
+    )
 
 
 def _probe_title(result: ResultLike) -> str:
-    return f"{result.operation} {result.workload.label}, {_plural(result.streams, 'stream')}"
+    return f"{result.operation} {result.subject.label}, {_plural(result.streams, 'stream')}"
 
 
 def comparison_tables(
@@ -255,8 +261,8 @@ def comparison_tables(
             for r in sorted(
                 results,
                 key=lambda r: (
-                    r.workload.size >= MiB,
-                    r.workload.label,
+                    r.subject.object_size >= MiB,
+                    r.subject.label,
                     r.operation != "upload",
                     r.streams,
                 ),
@@ -374,13 +380,13 @@ def latency_table(results: Sequence[LatencyLike]) -> Table:
     rows: list[list[Cell]] = []
     for result in results:
         labels = [Cell(text=target_label(result))] if extra else []
-        labels.append(Cell(text=f"{result.operation} {result.workload.label}"))
+        labels.append(Cell(text=f"{result.operation} {result.subject.label}"))
         if not result.samples:
             rows.append([*labels, *(Cell(text="failed") for _ in range(8))])
             continue
         objects = (
             Cell(text=significant(ops_per_s(result)), value=ops_per_s(result))
-            if result.workload.count > 1
+            if result.subject.operations > 1
             else Cell(text="-")
         )
         latency, ttfb = result.latency, result.ttfb
@@ -425,7 +431,7 @@ def busy_table(results: Sequence[ResultLike]) -> Table | None:
         rows.append(
             [
                 Cell(text=target_label(result)),
-                Cell(text=f"{result.operation} {result.workload.label}"),
+                Cell(text=f"{result.operation} {result.subject.label}"),
                 Cell(text=str(result.streams), value=float(result.streams)),
                 _busy_cell(share),
                 Cell(text=f"{pushed}/{answers}", value=float(pushed)),

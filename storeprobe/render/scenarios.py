@@ -48,7 +48,7 @@ def backup_tables(
     groups: dict[tuple[str, str], list[StepResultLike]] = {}
     for result in steps:
         assert result.step is not None
-        kind = result.workload.label.split(" ", 1)[0]
+        kind = result.subject.label.split(" ", 1)[0]
         groups.setdefault((result.step.method, kind), []).append(result)
     env_name = environment_names(steps)
     several_envs = len({env_name(r) for r in steps}) > 1
