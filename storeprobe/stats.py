@@ -18,7 +18,7 @@ This module computes from numbers and numpy arrays only: it never imports
 :mod:`storeprobe.result` (a Result is accepted by :func:`compare` through its
 ``samples``, by duck typing).
 
-Why one module (~600 lines): every statistic a figure or a notice uses is computed here
+Why one module (~660 lines): every statistic a figure or a notice uses is computed here
 and nowhere else (summaries, percentiles, the comparison of two probes, the comparison
 of runs with its Student-t interval, the stability rules), on arrays only, under the one
 contract that it never imports a Result.
