@@ -44,6 +44,14 @@ def add_backup_command(
         "count.",
     )
     backup.add_argument("urls", nargs="+", metavar="URL", help="fsspec URLs of the targets")
+    _dataset_options(backup)
+    _run_options(backup)
+    _output_options(backup)
+    return backup
+
+
+def _dataset_options(backup: argparse.ArgumentParser) -> None:
+    """What is backed up and how: the dataset, its versions, the methods, the restores."""
     backup.add_argument(
         "--dataset",
         default="tree",
@@ -76,6 +84,10 @@ def add_backup_command(
         metavar="SIZE",
         help="average chunk size of a chunking method (default: the method's own)",
     )
+
+
+def _run_options(backup: argparse.ArgumentParser) -> None:
+    """How each step runs: streams, seed, timeout, storage options, client, label."""
     backup.add_argument(
         "--streams", type=int, nargs="+", default=[1], metavar="N", help="requests in flight"
     )
@@ -107,6 +119,11 @@ def add_backup_command(
         "--client", choices=["auto", "obstore", "s3fs"], default="auto", help="S3 client"
     )
     backup.add_argument("--label", help="a name for this environment, e.g. home-laptop")
+
+
+def _output_options(backup: argparse.ArgumentParser) -> None:
+    """What is shown, checked and written: the table's format, verification, progress,
+    prices, JSON."""
     backup.add_argument(
         "--format", choices=render.FORMATS, default="markdown", help="how to print the table"
     )
@@ -132,7 +149,6 @@ def add_backup_command(
         help="also write the results as JSON, each scenario as it ends; results already in "
         "FILE are kept",
     )
-    return backup
 
 
 def dataset_versions(
@@ -173,6 +189,28 @@ def run_backup(
     an interrupt or a later target that fails keeps what was measured. A target that
     refuses (a :class:`TargetError`) is reported and skipped; the others still run.
     """
+    _check_streams(args)
+    prices = None if args.prices is None else load_prices(args.prices)
+    seed = secrets.randbits(63) if args.seed is None else args.seed
+    chain = dataset_versions(args.dataset, args.size, args.versions, seed)
+    print(f"dataset: {chain[0].describe()}, {len(chain)} versions", file=sys.stderr)
+    probes = _open_probes(args, options)
+    results, refused = _run_targets(args, probes, chain, record)
+    collected = ResultSet(results)
+    if results:
+        print(render.render_tables(render.backup_tables(results, prices), args.format))
+    if refused:
+        if len(args.urls) > 1:  # one target: its error said it all
+            print(
+                f"storeprobe: {len(refused)} of {len(args.urls)} targets refused and were "
+                f"skipped: {', '.join(refused)}",
+                file=sys.stderr,
+            )
+        return EXIT_FAILED, collected
+    return (EXIT_OK if all(r.ok for r in results) else EXIT_FAILED), collected
+
+
+def _check_streams(args: argparse.Namespace) -> None:
     for count in args.streams:
         if not 1 <= count <= MAX_STREAMS:
             raise ConfigurationError(f"--streams {count} is out of range: use 1 to {MAX_STREAMS}")
@@ -181,11 +219,12 @@ def run_backup(
             f"--prep-streams {args.prep_streams} is out of range: use 1 to {MAX_STREAMS} "
             f"(default {DEFAULT_PREP_STREAMS})"
         )
-    prices = None if args.prices is None else load_prices(args.prices)
-    seed = secrets.randbits(63) if args.seed is None else args.seed
-    chain = dataset_versions(args.dataset, args.size, args.versions, seed)
-    print(f"dataset: {chain[0].describe()}, {len(chain)} versions", file=sys.stderr)
-    probes = {  # every URL opened before anything is written: a bad one is refused first
+
+
+def _open_probes(args: argparse.Namespace, options: dict[str, Any]) -> dict[tuple[str, int], Probe]:
+    """A probe per target and stream count: every URL opened before anything is written,
+    so a bad one is refused first."""
+    return {
         (url, streams): Probe.from_url(
             url,
             options,
@@ -199,6 +238,16 @@ def run_backup(
         for url in args.urls
         for streams in args.streams
     }
+
+
+def _run_targets(
+    args: argparse.Namespace,
+    probes: dict[tuple[str, int], Probe],
+    chain: list[Tree | Image],
+    record: Callable[[Sequence[Result]], None] | None,
+) -> tuple[list[Result], list[str]]:
+    """Every scenario, target by target: the steps measured, and the URLs of the targets
+    that refused (each reported, the others still run)."""
     results: list[Result] = []
     refused: list[str] = []
     wanted = sys.stderr.isatty() if args.progress is None else bool(args.progress)
@@ -223,15 +272,4 @@ def run_backup(
         except TargetError as exc:  # this target refused: the others still run
             refused.append(probes[url, args.streams[0]].target.url)
             print(f"storeprobe: error: {exc}", file=sys.stderr)
-    collected = ResultSet(results)
-    if results:
-        print(render.render_tables(render.backup_tables(results, prices), args.format))
-    if refused:
-        if len(args.urls) > 1:  # one target: its error said it all
-            print(
-                f"storeprobe: {len(refused)} of {len(args.urls)} targets refused and were "
-                f"skipped: {', '.join(refused)}",
-                file=sys.stderr,
-            )
-        return EXIT_FAILED, collected
-    return (EXIT_OK if all(r.ok for r in results) else EXIT_FAILED), collected
+    return results, refused

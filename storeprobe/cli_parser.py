@@ -4,9 +4,9 @@ registered from :mod:`storeprobe.cli_backup` and :mod:`storeprobe.cli_compare`.
 
 The commands themselves are :mod:`storeprobe.cli`; what ``run`` and ``sweep`` turn their
 arguments into, :mod:`storeprobe.cli_probes`. ``docs/cli.md`` is checked against this
-parser (tests/test_docs.py): every option it defines is documented there. Its longer
-functions (``_probe_options``, ``_add_run``) are lists of ``add_argument`` calls, one per
-option in the order ``--help`` shows them, and read as that list.
+parser (tests/test_docs.py): every option it defines is documented there. Each command's
+options are added in the order ``--help`` shows them, one small function per group of
+related options (``_probe_options`` and ``_add_run`` call theirs in that order).
 """
 
 from __future__ import annotations
@@ -74,7 +74,16 @@ def _prep_streams_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _probe_options(parser: argparse.ArgumentParser) -> None:
-    """Options shared by run and sweep: storage, client, label, seed, progress."""
+    """Options shared by run and sweep: repeats, storage, label, how a probe runs, output."""
+    _repeat_options(parser)
+    _storage_options(parser)
+    parser.add_argument("--label", help="a name for this environment, e.g. home-laptop")
+    _transfer_options(parser)
+    _output_options(parser)
+
+
+def _repeat_options(parser: argparse.ArgumentParser) -> None:
+    """How many times a probe runs: measured and warm-up repetitions."""
     parser.add_argument(
         "--repeats", type=int, default=3, help="repetitions per probe; the best is reported"
     )
@@ -86,6 +95,10 @@ def _probe_options(parser: argparse.ArgumentParser) -> None:
         help="warm-up repetitions run first, exactly as the measured ones, and counted in no "
         "figure (1 pays the first connections' TCP and TLS handshakes outside the figures)",
     )
+
+
+def _storage_options(parser: argparse.ArgumentParser) -> None:
+    """What the storage is opened with: options, named targets, rclone remotes, client."""
     parser.add_argument(
         "-o",
         "--option",
@@ -119,7 +132,10 @@ def _probe_options(parser: argparse.ArgumentParser) -> None:
         "installed and the options translate, else s3fs or adlfs; gs://: gcsfs), obstore, "
         "s3fs, gcsfs or adlfs (each URL of another protocol keeps auto)",
     )
-    parser.add_argument("--label", help="a name for this environment, e.g. home-laptop")
+
+
+def _transfer_options(parser: argparse.ArgumentParser) -> None:
+    """How a probe's requests are made: part size, streams of the untimed work, seed."""
     parser.add_argument(
         "--part-size",
         metavar="SIZE",
@@ -136,6 +152,10 @@ def _probe_options(parser: argparse.ArgumentParser) -> None:
         help="seed of the payload bytes, to reproduce a run's bytes exactly (default: a fresh "
         "random seed per measurement, recorded in the results)",
     )
+
+
+def _output_options(parser: argparse.ArgumentParser) -> None:
+    """What a probe shows and writes: progress, JSON, the rate unit, latencies."""
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -190,6 +210,14 @@ def _add_run(commands: Any) -> None:
         "or names of storeprobe.toml targets; several print a target column (default: a "
         "temporary local directory)",
     )
+    _run_targets(run)
+    _run_workloads(run)
+    _run_workers(run)
+    _probe_options(run)
+
+
+def _run_targets(run: argparse.ArgumentParser) -> None:
+    """``run``'s named targets, after its URLs."""
     run.add_argument(
         "--target",
         action="append",
@@ -198,6 +226,10 @@ def _add_run(commands: Any) -> None:
         help="a named target of storeprobe.toml (or an rclone remote path), after the URLs; "
         "repeatable",
     )
+
+
+def _run_workloads(run: argparse.ArgumentParser) -> None:
+    """What ``run`` measures and how: streams, workloads, timeout, staging, verification."""
     run.add_argument(
         "--streams",
         type=int,
@@ -223,6 +255,10 @@ def _add_run(commands: Any) -> None:
         "stream count, so memory holds only what is in flight",
     )
     run.add_argument("--no-verify", action="store_true", help="skip checking downloaded bytes")
+
+
+def _run_workers(run: argparse.ArgumentParser) -> None:
+    """``run`` on Dask workers: how many, which scheduler, each worker's own figure."""
     run.add_argument(
         "--workers",
         type=int,
@@ -242,7 +278,6 @@ def _add_run(commands: Any) -> None:
         action="store_true",
         help="with --workers or --scheduler, also print each worker's own figure",
     )
-    _probe_options(run)
 
 
 def _add_report(commands: Any) -> None:

@@ -34,7 +34,7 @@ What is modelled and what is not:
 Amounts are :class:`~decimal.Decimal` in the sheet's currency, computed exactly (prices
 are parsed from TOML as decimals, never as binary floats).
 
-Why one module (~615 lines): a price sheet's schema, the checks that name each fix and
+Why one module (~665 lines): a price sheet's schema, the checks that name each fix and
 the bill made from it change together (a new request class is a field, a check and a
 line of the bill), and the shipped sheets in ``storeprobe/prices/`` are read against
 this one page.
@@ -177,6 +177,115 @@ def _classes(value: Iterable[RequestClass]) -> tuple[RequestClass, ...]:
     return tuple(value)
 
 
+#: the fields of a price sheet's schema (see the Backup page)
+_SHEET_FIELDS = {
+    "name",
+    "provider",
+    "product",
+    "currency",
+    "date",
+    "source",
+    "gb_bytes",
+    "minimum_storage_days",
+    "notes",
+    "requests",
+    "egress",
+    "storage",
+}
+#: the fields every sheet gives, each with the hint its absence names
+_TOP_FIELDS = {
+    "provider": 'the provider\'s name, e.g. provider = "Backblaze"',
+    "product": 'the product, class and region priced, e.g. product = "B2"',
+    "currency": 'the currency of every price, e.g. currency = "USD"',
+    "date": "the date the prices were read, e.g. date = 2026-12-01",
+    "source": 'the provider\'s pricing page, e.g. source = "https://..."',
+}
+
+
+def _need(table: Mapping[str, Any], key: str, label: str, hint: str, where: str) -> Any:
+    """``table[key]``, or an error naming ``label`` in the sheet ``where`` and the fix."""
+    if key not in table:
+        raise ConfigurationError(f"{where}: {label} is missing: {hint}")
+    return table[key]
+
+
+def _check_known(data: Mapping[str, Any], where: str) -> None:
+    unknown = sorted(set(data) - _SHEET_FIELDS)
+    if unknown:
+        raise ConfigurationError(
+            f"{where}: unknown field(s) {', '.join(unknown)}: the fields are "
+            + ", ".join(sorted(_SHEET_FIELDS))
+        )
+
+
+def _top_fields(data: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The sheet's provider, product, currency, date and source, each present and every
+    one but the date (checked by the caller) a non-empty string."""
+    fields = {key: _need(data, key, key, hint, where) for key, hint in _TOP_FIELDS.items()}
+    for key in ("provider", "product", "currency", "source"):
+        _text(fields[key], f"{where}: {key}")
+    return fields
+
+
+@frozen(kw_only=True)
+class _PriceReader:
+    """Reads the prices of one sheet: ``where`` names the sheet in messages; a price
+    without its own date or source takes the sheet's."""
+
+    where: str
+    currency: str
+    date: datetime.date
+    source: str
+
+    def read(self, table: Any, label: str, key: str, unit: str) -> Price:
+        """The price ``key`` of the table ``[label]``, ``unit`` saying what it is per."""
+        where = self.where
+        if not isinstance(table, Mapping):
+            raise ConfigurationError(f"{where}: [{label}] must be a table")
+        value = _need(
+            table,
+            key,
+            f"[{label}] {key}",
+            f"give the price {unit} in {self.currency} (a number ≥ 0, or "
+            f"{UNKNOWN!r} where the provider's price is not known)",
+            where,
+        )
+        return Price(
+            amount=_amount(value, f"{where}: [{label}] {key}"),
+            date=_date(table.get("date", self.date), f"{where}: [{label}] date"),
+            source=_text(table.get("source", self.source), f"{where}: [{label}] source"),
+            note=str(table.get("note", "")),
+        )
+
+
+def _request_classes(groups: Any, prices: _PriceReader) -> list[RequestClass]:
+    """The ``[requests.<class>]`` tables of a sheet, each a :class:`RequestClass`."""
+    where = prices.where
+    if not isinstance(groups, Mapping) or not groups:
+        raise ConfigurationError(f"{where}: [requests] must hold [requests.<class>] tables")
+    classes = []
+    for label, table in groups.items():
+        if not isinstance(table, Mapping):
+            raise ConfigurationError(f"{where}: [requests.{label}] must be a table")
+        kinds = _need(
+            table,
+            "kinds",
+            f"[requests.{label}] kinds",
+            'list the request kinds of this class, e.g. kinds = ["get", "head"]',
+            where,
+        )
+        if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+            raise ConfigurationError(
+                f"{where}: [requests.{label}] kinds must be a list of request kinds"
+            )
+        per_1000 = prices.read(table, f"requests.{label}", "per_1000", "per 1 000 requests")
+        try:  # the class checks its kinds; its message gains the file's name
+            classes.append(RequestClass(name=str(label), kinds=kinds, per_1000=per_1000))
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{where}: {exc}") from None
+    return classes
+
+
 @frozen(kw_only=True)
 class PriceSheet:
     """One provider's list prices, each with its date and source; validated when made.
@@ -256,93 +365,27 @@ class PriceSheet:
         """A sheet from the parsed TOML schema (see the Backup page); every missing or bad
         field raises :class:`~storeprobe.errors.ConfigurationError` naming it and the fix."""
         where = origin or f"price sheet {name!r}"
-        known = {
-            "name",
-            "provider",
-            "product",
-            "currency",
-            "date",
-            "source",
-            "gb_bytes",
-            "minimum_storage_days",
-            "notes",
-            "requests",
-            "egress",
-            "storage",
-        }
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigurationError(
-                f"{where}: unknown field(s) {', '.join(unknown)}: the fields are "
-                + ", ".join(sorted(known))
-            )
-
-        def need(table: Mapping[str, Any], key: str, label: str, hint: str) -> Any:
-            if key not in table:
-                raise ConfigurationError(f"{where}: {label} is missing: {hint}")
-            return table[key]
-
-        top = {
-            "provider": 'the provider\'s name, e.g. provider = "Backblaze"',
-            "product": 'the product, class and region priced, e.g. product = "B2"',
-            "currency": 'the currency of every price, e.g. currency = "USD"',
-            "date": "the date the prices were read, e.g. date = 2026-12-01",
-            "source": 'the provider\'s pricing page, e.g. source = "https://..."',
-        }
-        fields = {key: need(data, key, key, hint) for key, hint in top.items()}
-        for key in ("provider", "product", "currency", "source"):
-            _text(fields[key], f"{where}: {key}")
+        _check_known(data, where)
+        fields = _top_fields(data, where)
         sheet_date = _date(fields["date"], f"{where}: date")
         sheet_source = fields["source"]
-
-        def price(table: Any, label: str, key: str, unit: str) -> Price:
-            if not isinstance(table, Mapping):
-                raise ConfigurationError(f"{where}: [{label}] must be a table")
-            value = need(
-                table,
-                key,
-                f"[{label}] {key}",
-                f"give the price {unit} in {fields['currency']} (a number ≥ 0, or "
-                f"{UNKNOWN!r} where the provider's price is not known)",
-            )
-            return Price(
-                amount=_amount(value, f"{where}: [{label}] {key}"),
-                date=_date(table.get("date", sheet_date), f"{where}: [{label}] date"),
-                source=_text(table.get("source", sheet_source), f"{where}: [{label}] source"),
-                note=str(table.get("note", "")),
-            )
-
-        storage = need(data, "storage", "[storage]", "add [storage] with per_gb_month = ...")
-        egress = need(data, "egress", "[egress]", "add [egress] with per_gb = ...")
-        groups = need(
+        prices = _PriceReader(
+            where=where, currency=fields["currency"], date=sheet_date, source=sheet_source
+        )
+        storage = _need(
+            data, "storage", "[storage]", "add [storage] with per_gb_month = ...", where
+        )
+        egress = _need(data, "egress", "[egress]", "add [egress] with per_gb = ...", where)
+        groups = _need(
             data,
             "requests",
             "[requests]",
             "add one [requests.<class>] table per request class, with kinds and per_1000",
+            where,
         )
-        if not isinstance(groups, Mapping) or not groups:
-            raise ConfigurationError(f"{where}: [requests] must hold [requests.<class>] tables")
-        classes = []
-        for label, table in groups.items():
-            if not isinstance(table, Mapping):
-                raise ConfigurationError(f"{where}: [requests.{label}] must be a table")
-            kinds = need(
-                table,
-                "kinds",
-                f"[requests.{label}] kinds",
-                'list the request kinds of this class, e.g. kinds = ["get", "head"]',
-            )
-            if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
-                raise ConfigurationError(
-                    f"{where}: [requests.{label}] kinds must be a list of request kinds"
-                )
-            per_1000 = price(table, f"requests.{label}", "per_1000", "per 1 000 requests")
-            try:  # the class checks its kinds; its message gains the file's name
-                classes.append(RequestClass(name=str(label), kinds=kinds, per_1000=per_1000))
-            except ConfigurationError as exc:
-                raise ConfigurationError(f"{where}: {exc}") from None
-        egress_price = price(egress, "egress", "per_gb", "per GB downloaded")
-        storage_price = price(storage, "storage", "per_gb_month", "per GB stored for a month")
+        classes = _request_classes(groups, prices)
+        egress_price = prices.read(egress, "egress", "per_gb", "per GB downloaded")
+        storage_price = prices.read(storage, "storage", "per_gb_month", "per GB stored for a month")
         sheet_name = _text(data.get("name", name), f"{where}: name")
         try:  # the sheet checks the rest (every kind in one class, gb_bytes, days)
             return cls(

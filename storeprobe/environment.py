@@ -206,54 +206,74 @@ def endpoint_of(
     protocol = scheme.lower() if sep else "file"
     client_kwargs = options.get("client_kwargs")
     client: Mapping[str, Any] = client_kwargs if isinstance(client_kwargs, Mapping) else {}
-
-    def first(*values: Any) -> str | None:
-        for value in values:
-            if isinstance(value, str) and value.strip():
-                return value
-        return None
-
     if protocol in _LOCAL_PROTOCOLS:
         return None
     if protocol in ("s3", "s3a"):
-        given = first(
-            options.get("endpoint_url"),
-            client.get("endpoint_url"),
-            env.get("AWS_ENDPOINT_URL_S3"),
-            env.get("AWS_ENDPOINT_URL"),
-        )
-        if given:
-            return endpoint_address(given, 443)
-        region = first(client.get("region_name"), options.get("region_name"))
-        return f"s3.{region.strip()}.amazonaws.com:443" if region else "s3.amazonaws.com:443"
+        return _s3_endpoint(options, client, env)
     if protocol in ("gs", "gcs"):
-        given = first(options.get("endpoint_url"), env.get("STORAGE_EMULATOR_HOST"))
+        given = _first(options.get("endpoint_url"), env.get("STORAGE_EMULATOR_HOST"))
         return endpoint_address(given, 443) if given else "storage.googleapis.com:443"
     if protocol in ("az", "abfs", "abfss", "adl"):
-        account_url = first(options.get("account_url"))
-        if account_url:
-            return endpoint_address(account_url, 443)
-        connection_string = first(
-            options.get("connection_string"), env.get("AZURE_STORAGE_CONNECTION_STRING")
-        )
-        if connection_string:
-            return _connection_string_endpoint(connection_string)
-        account = first(options.get("account_name"), env.get("AZURE_STORAGE_ACCOUNT_NAME"))
-        return endpoint_address(f"{account.strip()}.blob.core.windows.net:443") if account else None
+        return _azure_endpoint(options, env)
     if protocol in ("sftp", "ssh"):
-        from_url = urlsplit(url)
-        try:
-            url_port = from_url.port
-        except ValueError:
-            return None
-        host = first(options.get("host")) or from_url.hostname
-        port = options.get("port") or url_port or 22
-        if not host or not isinstance(port, int) or isinstance(port, bool):
-            return None
-        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        return _sftp_endpoint(url, options)
     if protocol in ("http", "https"):
         return endpoint_address(url)
     return None
+
+
+def _first(*values: Any) -> str | None:
+    """The first of ``values`` that is a string with more than blanks in it."""
+    for value in values:
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def _s3_endpoint(
+    options: Mapping[str, Any], client: Mapping[str, Any], env: Mapping[str, str]
+) -> str | None:
+    """The endpoint of an ``s3://`` URL (see :func:`endpoint_of`); ``client`` is
+    ``options["client_kwargs"]`` (empty unless a mapping)."""
+    given = _first(
+        options.get("endpoint_url"),
+        client.get("endpoint_url"),
+        env.get("AWS_ENDPOINT_URL_S3"),
+        env.get("AWS_ENDPOINT_URL"),
+    )
+    if given:
+        return endpoint_address(given, 443)
+    region = _first(client.get("region_name"), options.get("region_name"))
+    return f"s3.{region.strip()}.amazonaws.com:443" if region else "s3.amazonaws.com:443"
+
+
+def _azure_endpoint(options: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
+    """The Blob endpoint of an Azure URL (see :func:`endpoint_of`); no key is read."""
+    account_url = _first(options.get("account_url"))
+    if account_url:
+        return endpoint_address(account_url, 443)
+    connection_string = _first(
+        options.get("connection_string"), env.get("AZURE_STORAGE_CONNECTION_STRING")
+    )
+    if connection_string:
+        return _connection_string_endpoint(connection_string)
+    account = _first(options.get("account_name"), env.get("AZURE_STORAGE_ACCOUNT_NAME"))
+    return endpoint_address(f"{account.strip()}.blob.core.windows.net:443") if account else None
+
+
+def _sftp_endpoint(url: str, options: Mapping[str, Any]) -> str | None:
+    """The SSH server of an ``sftp://`` URL: its host (or ``host``) and port (or ``port``,
+    else 22); None for a bad port."""
+    from_url = urlsplit(url)
+    try:
+        url_port = from_url.port
+    except ValueError:
+        return None
+    host = _first(options.get("host")) or from_url.hostname
+    port = options.get("port") or url_port or 22
+    if not host or not isinstance(port, int) or isinstance(port, bool):
+        return None
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _round_trip(endpoint: str, connect: Connect) -> tuple[float | None, str | None]:

@@ -270,24 +270,38 @@ def run_repeats(
                 remaining = {left.name for left in house.delete(not_gone(names))}
                 gone.update(name for name in names if name not in remaining)
     finally:
-        left = house.delete(not_gone(written))
-        if listing:
-            settings = house.settings
-            left = clear_prefix(
-                house.target,
-                prefix,
-                left,
-                streams=settings.prep_streams,
-                clock=house.clock,
-                timeout=settings.timeout,
-            )
-        left += remove_folders(house.target, [*folders(), prefix])
+        left = _clean_up(house, prefix, not_gone(written), folders, listing=listing)
     return Repeated(
         samples=tuple(samples),
         warmups=tuple(warmups),
         errors=tuple(errors),
         leftovers=tuple(left),
     )
+
+
+def _clean_up(
+    house: Housekeeping,
+    prefix: str,
+    names: Sequence[str],
+    folders: Callable[[], Sequence[str]],
+    *,
+    listing: bool,
+) -> list[Leftover]:
+    """The end of every run: delete ``names``, then (``listing``) what a listing of the
+    run prefix still shows, then remove ``folders`` and the prefix; what remains."""
+    left = house.delete(names)
+    if listing:
+        settings = house.settings
+        left = clear_prefix(
+            house.target,
+            prefix,
+            left,
+            streams=settings.prep_streams,
+            clock=house.clock,
+            timeout=settings.timeout,
+        )
+    left += remove_folders(house.target, [*folders(), prefix])
+    return left
 
 
 def stability_of(

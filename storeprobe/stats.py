@@ -18,7 +18,7 @@ This module computes from numbers and numpy arrays only: it never imports
 :mod:`storeprobe.result` (a Result is accepted by :func:`compare` through its
 ``samples``, by duck typing).
 
-Why one module (~630 lines): every statistic a figure or a notice uses is computed here
+Why one module (~660 lines): every statistic a figure or a notice uses is computed here
 and nowhere else (summaries, percentiles, the comparison of two probes, the comparison
 of runs with its Student-t interval, the stability rules), on arrays only, under the one
 contract that it never imports a Result.
@@ -397,6 +397,57 @@ def _bound_below(
     return high
 
 
+def _within_floor(base_logs: Sequence[np.ndarray], new_logs: Sequence[np.ndarray]) -> float:
+    """The least squared run-to-run spread of log run medians that the spread within the
+    runs alone gives a median of n repeats: π/2 · σ²_within / n (0 without a run of two
+    repeats or more)."""
+    within = [run for run in (*base_logs, *new_logs) if run.size >= 2]
+    floor = 0.0
+    if within:
+        pooled = sum(float(((run - run.mean()) ** 2).sum()) for run in within) / sum(
+            run.size - 1 for run in within
+        )
+        repeats = float(np.mean([run.size for run in (*base_logs, *new_logs)]))
+        floor = math.pi / 2 * pooled / repeats
+    return floor
+
+
+def _interval(
+    base_logs: Sequence[np.ndarray], new_logs: Sequence[np.ndarray], limit: float, confidence: float
+) -> tuple[float, float | None, float | None, float | None, RunVerdict]:
+    """Of :func:`compare_runs`: the log ratio of the mean log run medians, the run-to-run
+    spread, the interval for the ratio (low, high) and the verdict against ``limit``
+    (log of 1 − threshold); with k + m − 2 < 1 no interval and "inconclusive"."""
+    k, m = len(base_logs), len(new_logs)
+    base_medians = np.array([math.log(float(np.median(np.exp(run)))) for run in base_logs])
+    new_medians = np.array([math.log(float(np.median(np.exp(run)))) for run in new_logs])
+    difference = float(new_medians.mean() - base_medians.mean())
+    floor = _within_floor(base_logs, new_logs)
+    df = k + m - 2
+    if df >= 1:
+        squares = float(((base_medians - base_medians.mean()) ** 2).sum()) + float(
+            ((new_medians - new_medians.mean()) ** 2).sum()
+        )
+        spread: float | None = math.sqrt(max(squares / df, floor))
+        half = student_t_quantile(1 - (1 - confidence) / 2, df) * math.sqrt(
+            max(squares / df, floor) * (1 / k + 1 / m)
+        )
+        verdict: RunVerdict = (
+            "slower"
+            if difference + half < limit
+            else "not slower"
+            if difference - half >= limit
+            else "inconclusive"
+        )
+        low: float | None = math.exp(difference - half)
+        high: float | None = math.exp(difference + half)
+    else:
+        spread = math.sqrt(floor) if floor > 0 else None
+        low = high = None
+        verdict = "inconclusive"
+    return difference, spread, low, high, verdict
+
+
 def compare_runs(
     base: Sequence[Sequence[float] | np.ndarray],
     new: Sequence[Sequence[float] | np.ndarray],
@@ -431,59 +482,15 @@ def compare_runs(
     gets a better verdict). Its false-alarm rate on A/A pairs is at most (1 − confidence)/2
     when the model holds; docs/regressions.md has the rates measured on real storage.
     """
-    if isinstance(threshold, bool) or not 0 <= threshold < 1:
-        raise ConfigurationError(
-            f"threshold is a fraction in [0, 1) such as 0.05, not {threshold!r}"
-        )
-    if not 0 < confidence < 1:
-        raise ConfigurationError(f"confidence must be in (0, 1), not {confidence}")
+    _check_rule(threshold, confidence)
     base_logs = _log_medians(base, "base")
     new_logs = _log_medians(new, "new")
     k, m = len(base_logs), len(new_logs)
-    base_medians = np.array([math.log(float(np.median(np.exp(run)))) for run in base_logs])
-    new_medians = np.array([math.log(float(np.median(np.exp(run)))) for run in new_logs])
-    difference = float(new_medians.mean() - base_medians.mean())
-    ratio = math.exp(difference)
-    within = [run for run in (*base_logs, *new_logs) if run.size >= 2]
-    floor = 0.0
-    if within:
-        pooled = sum(float(((run - run.mean()) ** 2).sum()) for run in within) / sum(
-            run.size - 1 for run in within
-        )
-        repeats = float(np.mean([run.size for run in (*base_logs, *new_logs)]))
-        floor = math.pi / 2 * pooled / repeats
-    df = k + m - 2
     limit = math.log(1 - threshold)
-    gap = abs(difference - limit)
-    if df >= 1:
-        squares = float(((base_medians - base_medians.mean()) ** 2).sum()) + float(
-            ((new_medians - new_medians.mean()) ** 2).sum()
-        )
-        spread: float | None = math.sqrt(max(squares / df, floor))
-        half = student_t_quantile(1 - (1 - confidence) / 2, df) * math.sqrt(
-            max(squares / df, floor) * (1 / k + 1 / m)
-        )
-        verdict: RunVerdict = (
-            "slower"
-            if difference + half < limit
-            else "not slower"
-            if difference - half >= limit
-            else "inconclusive"
-        )
-        low: float | None = math.exp(difference - half)
-        high: float | None = math.exp(difference + half)
-    else:
-        spread = math.sqrt(floor) if floor > 0 else None
-        low = high = None
-        verdict = "inconclusive"
-    base_needed = new_needed = each_needed = None
-    if verdict == "inconclusive" and spread is not None:
-        base_needed = _bound_below(gap, spread, k, m, confidence, "base")
-        new_needed = _bound_below(gap, spread, k, m, confidence, "new")
-        if base_needed is None and new_needed is None:
-            each_needed = _bound_below(gap, spread, k, m, confidence, "each")
+    difference, spread, low, high, verdict = _interval(base_logs, new_logs, limit, confidence)
+    needed = _runs_needed(verdict, abs(difference - limit), spread, k, m, confidence)
     return RunComparison(
-        ratio=ratio,
+        ratio=math.exp(difference),
         low=low,
         high=high,
         confidence=confidence,
@@ -492,10 +499,33 @@ def compare_runs(
         new_runs=m,
         run_spread=spread,
         verdict=verdict,
-        base_runs_needed=base_needed,
-        new_runs_needed=new_needed,
-        each_runs_needed=each_needed,
+        base_runs_needed=needed[0],
+        new_runs_needed=needed[1],
+        each_runs_needed=needed[2],
     )
+
+
+def _check_rule(threshold: float, confidence: float) -> None:
+    if isinstance(threshold, bool) or not 0 <= threshold < 1:
+        raise ConfigurationError(
+            f"threshold is a fraction in [0, 1) such as 0.05, not {threshold!r}"
+        )
+    if not 0 < confidence < 1:
+        raise ConfigurationError(f"confidence must be in (0, 1), not {confidence}")
+
+
+def _runs_needed(
+    verdict: RunVerdict, gap: float, spread: float | None, k: int, m: int, confidence: float
+) -> tuple[int | None, int | None, int | None]:
+    """The base runs, else new runs, else runs on each side that would decide an
+    inconclusive verdict at ``spread`` (None each where none would, or it is decided)."""
+    base_needed = new_needed = each_needed = None
+    if verdict == "inconclusive" and spread is not None:
+        base_needed = _bound_below(gap, spread, k, m, confidence, "base")
+        new_needed = _bound_below(gap, spread, k, m, confidence, "new")
+        if base_needed is None and new_needed is None:
+            each_needed = _bound_below(gap, spread, k, m, confidence, "each")
+    return base_needed, new_needed, each_needed
 
 
 def stability_notices(

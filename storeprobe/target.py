@@ -204,26 +204,10 @@ class Target:
         A missing fsspec implementation raises :class:`MissingDependencyError` naming the
         extra to install (``pip install 'storeprobe[s3]'``).
         """
-        if not isinstance(url, str) or not url:
-            raise ConfigurationError(f"url must be a non-empty str, not {url!r}")
-        if not isinstance(storage_options, Mapping | None):
-            raise ConfigurationError(
-                f"storage_options must be a dict, not {type(storage_options).__name__}"
-            )
-        if _MALFORMED.match(url):
-            raise ConfigurationError(
-                f"malformed URL {redact_url(url)!r}: write PROTOCOL://BUCKET/PATH "
-                "(two slashes), e.g. s3://bucket/dir"
-            )
-        _check_url(url)
+        _check_url_arguments(url, storage_options)
         options = dict(storage_options or {})
         secret_list = secret_values(options)
-        protocol = split_protocol(url)[0] or "file"
-        if protocol not in known_implementations and protocol not in fsspec.available_protocols():
-            raise ConfigurationError(
-                f"unknown protocol {protocol!r} in {redact_url(url)!r}: use one fsspec knows, "
-                "such as file, memory, s3, gs, abfs or sftp"
-            )
+        protocol = _known_protocol(url)
         chosen = choose_client(protocol, options, client)
         if chosen.endpoint is not None:  # secrets read from fsspec's configuration too
             secret_list = (*secret_list, *chosen.endpoint.credentials.secrets)
@@ -242,29 +226,7 @@ class Target:
             )
         opened = options if chosen.storage_options is None else chosen.storage_options
         kwargs = REGISTRY.open_options(protocol, {"skip_instance_cache": True, **opened})
-        try:
-            fs, path = url_to_fs(url, **kwargs)
-        except ImportError:
-            extra = EXTRAS.get(protocol)
-            fix = (
-                f"pip install 'storeprobe[{extra}]'"
-                if extra
-                else f"install the fsspec implementation for {protocol!r}"
-            )
-            raise MissingDependencyError(
-                f"protocol {protocol!r} needs a package that is not installed: {fix}"
-            ) from None
-        except (TypeError, ValueError) as exc:
-            message = scrub_patterns(scrub(str(exc), secret_list))
-            raise ConfigurationError(
-                f"cannot open {redact_url(url)!r} with these storage_options: {message}"
-            ) from None
-        except Exception as exc:  # filesystems that connect in their constructor (sftp)
-            raise translate_error(
-                exc,
-                f"connecting to {redact_url(url)}",
-                lambda text: scrub_patterns(scrub(text, secret_list)),
-            ) from None
+        fs, path = _open_fs(url, protocol, kwargs, secret_list)
         return cls(
             fs,
             path,
@@ -326,6 +288,66 @@ class Target:
             kind, fix = classified
             return kind(f"{where}: {self.describe_error(exc)}. {fix[:1].upper()}{fix[1:]}")
         return translate_error(exc, where, self.scrub)
+
+
+def _check_url_arguments(url: object, storage_options: object) -> None:
+    """Refuse a URL that is not a non-empty str, options that are not a mapping, and a
+    malformed URL (see :func:`_check_url`)."""
+    if not isinstance(url, str) or not url:
+        raise ConfigurationError(f"url must be a non-empty str, not {url!r}")
+    if not isinstance(storage_options, Mapping | None):
+        raise ConfigurationError(
+            f"storage_options must be a dict, not {type(storage_options).__name__}"
+        )
+    if _MALFORMED.match(url):
+        raise ConfigurationError(
+            f"malformed URL {redact_url(url)!r}: write PROTOCOL://BUCKET/PATH "
+            "(two slashes), e.g. s3://bucket/dir"
+        )
+    _check_url(url)
+
+
+def _known_protocol(url: str) -> str:
+    """The protocol of ``url`` (``"file"`` without one), one fsspec knows."""
+    protocol = split_protocol(url)[0] or "file"
+    if protocol not in known_implementations and protocol not in fsspec.available_protocols():
+        raise ConfigurationError(
+            f"unknown protocol {protocol!r} in {redact_url(url)!r}: use one fsspec knows, "
+            "such as file, memory, s3, gs, abfs or sftp"
+        )
+    return protocol
+
+
+def _open_fs(
+    url: str, protocol: str, kwargs: dict[str, Any], secret_list: tuple[str, ...]
+) -> tuple[fsspec.AbstractFileSystem, str]:
+    """``url_to_fs(url, **kwargs)``, its failures made clear: a missing implementation
+    names the extra to install, bad options and a failed connection are scrubbed of
+    ``secret_list``."""
+    try:
+        fs, path = url_to_fs(url, **kwargs)
+    except ImportError:
+        extra = EXTRAS.get(protocol)
+        fix = (
+            f"pip install 'storeprobe[{extra}]'"
+            if extra
+            else f"install the fsspec implementation for {protocol!r}"
+        )
+        raise MissingDependencyError(
+            f"protocol {protocol!r} needs a package that is not installed: {fix}"
+        ) from None
+    except (TypeError, ValueError) as exc:
+        message = scrub_patterns(scrub(str(exc), secret_list))
+        raise ConfigurationError(
+            f"cannot open {redact_url(url)!r} with these storage_options: {message}"
+        ) from None
+    except Exception as exc:  # filesystems that connect in their constructor (sftp)
+        raise translate_error(
+            exc,
+            f"connecting to {redact_url(url)}",
+            lambda text: scrub_patterns(scrub(text, secret_list)),
+        ) from None
+    return fs, path
 
 
 def _check_url(url: str) -> None:

@@ -269,18 +269,44 @@ async def _run_phase_async(
                 meter.done += outcome[0] + outcome[1]
 
     tasks = [asyncio.ensure_future(worker(n)) for n in range(workers)]
+    await _supervise(tasks, stopping, timeout, loop, began, expired)
 
-    async def watchdog(limit: float) -> None:
-        period = min(limit / 20, 1.0)
-        while True:
-            await asyncio.sleep(period)
-            now = loop.time()
-            for number, since in enumerate(began):
-                if since is not None and now - since >= limit and number not in expired:
-                    expired.add(number)
-                    tasks[number].cancel()
 
-    guard = asyncio.ensure_future(watchdog(timeout)) if timeout is not None else None
+async def _watchdog(
+    limit: float,
+    loop: asyncio.AbstractEventLoop,
+    began: list[float | None],
+    expired: set[int],
+    tasks: Sequence[asyncio.Future[None]],
+) -> None:
+    """Every ``limit / 20`` s (at most every second), cancel the worker whose request
+    started (``began``, loop time) ``limit`` s ago or more, marking it ``expired``."""
+    period = min(limit / 20, 1.0)
+    while True:
+        await asyncio.sleep(period)
+        now = loop.time()
+        for number, since in enumerate(began):
+            if since is not None and now - since >= limit and number not in expired:
+                expired.add(number)
+                tasks[number].cancel()
+
+
+async def _supervise(
+    tasks: Sequence[asyncio.Future[None]],
+    stopping: list[bool],
+    timeout: float | None,
+    loop: asyncio.AbstractEventLoop,
+    began: list[float | None],
+    expired: set[int],
+) -> None:
+    """Wait for a phase's worker ``tasks`` under the watchdog (none without a
+    ``timeout``); called off or failed, start no more requests (``stopping``) and let
+    those in flight drain (called off) or cancel them (failed) before raising."""
+    guard = (
+        asyncio.ensure_future(_watchdog(timeout, loop, began, expired, tasks))
+        if timeout is not None
+        else None
+    )
     gathered = _gathered(tasks)
     try:
         # shielded: a cancellation of this window (Ctrl-C, in _drive) reaches the except

@@ -72,7 +72,7 @@ list is JSON lines, about the same size); the snapshot cache's own storage looku
 it lost a chunk; the chunk cache's keep-alive re-upload after 30 minutes without uploads;
 reads of the source disk; pruning and fossils.
 
-Why one module (~740 lines, 75 of them the rules above): a backup method is one module
+Why one module (~790 lines, 75 of them the rules above): a backup method is one module
 (``docs/architecture.md``), one tool's request pattern read top to bottom against the
 sources cited here; its helpers (chunk ids, the stream, the snapshot) serve Duplicacy
 alone.
@@ -84,7 +84,7 @@ import hashlib
 import json
 import os
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -295,6 +295,153 @@ def _cut_stream(stream: _Stream, cutter: Cutter) -> tuple[list[_Chunk], dict[str
     return made, digests
 
 
+def _kept_and_changed(
+    version: Dataset, before: dict[str, _Entry]
+) -> tuple[dict[str, _Entry], list[File]]:
+    """The entries of ``before`` whose file is unchanged in ``version`` (quick mode keeps
+    their chunks), and the other files that hold bytes, in path order."""
+    kept: dict[str, _Entry] = {}
+    changed: list[File] = []
+    for file in version.files:
+        old = before.get(file.path)
+        if old is not None and old.file == file:
+            kept[file.path] = old
+        elif file.size > 0:
+            changed.append(file)
+    return kept, changed
+
+
+def _entries(
+    version: Dataset,
+    kept: dict[str, _Entry],
+    stream: _Stream,
+    made: Sequence[_Chunk],
+    digests: dict[str, str],
+) -> tuple[list[tuple[str, int]], dict[str, _Entry]]:
+    """The new revision's chunk list in path order, each chunk ``("kept", index in the
+    last revision)`` or ``("made", index in made)`` (a chunk two neighbours share listed
+    once), and each file's entry in it."""
+    where = {f.path: i for i, f in enumerate(stream.files)}
+    ends: list[int] = []
+    total = 0
+    for chunk in made:
+        total += chunk.size
+        ends.append(total)
+    order: list[tuple[str, int]] = []
+    entries: dict[str, _Entry] = {}
+    last_ref: tuple[str, int] | None = None
+    for file in version.files:
+        if file.size == 0:
+            entries[file.path] = _Entry(
+                file=file,
+                hash=hashlib.blake2b(b"", digest_size=32).hexdigest(),
+                start=-1,
+                start_offset=0,
+                end=-1,
+                end_offset=0,
+            )
+            continue
+        if file.path in kept:
+            old = kept[file.path]
+            refs = [("kept", i) for i in range(old.start, old.end + 1)]
+            start_offset, end_offset, digest = old.start_offset, old.end_offset, old.hash
+        else:
+            begin = stream.starts[where[file.path]]
+            first = bisect_right(ends, begin)
+            final = bisect_right(ends, begin + file.size - 1)
+            refs = [("made", i) for i in range(first, final + 1)]
+            start_offset = begin - (ends[first - 1] if first else 0)
+            end_offset = begin + file.size - (ends[final - 1] if final else 0)
+            digest = digests[file.path]
+        if refs[0] != last_ref:
+            order.append(refs[0])
+        order.extend(refs[1:])
+        last_ref = refs[-1]
+        entries[file.path] = _Entry(
+            file=file,
+            hash=digest,
+            start=len(order) - len(refs),
+            start_offset=start_offset,
+            end=len(order) - 1,
+            end_offset=end_offset,
+        )
+    return order, entries
+
+
+def _file_lines(entries: dict[str, _Entry]) -> list[bytes]:
+    """The "files" sequence's text, one JSON line a file, its chunk range delta-encoded
+    as ``UploadSnapshot`` does, so unchanged stretches repeat."""
+    lines: list[bytes] = []
+    last_end = 0
+    for path, entry in entries.items():
+        content = "0:0:0:0"
+        if entry.start >= 0:
+            start = entry.start - last_end
+            content = f"{start}:{entry.start_offset}:{entry.end - entry.start}:{entry.end_offset}"
+            last_end = entry.end
+        lines.append(
+            json.dumps(
+                {
+                    "path": path,
+                    "size": entry.file.size,
+                    "time": entry.file.generation,
+                    "mode": 0o644,
+                    "hash": entry.hash,
+                    "content": content,
+                },
+                separators=(",", ":"),
+            ).encode()
+            + b"\n"
+        )
+    return lines
+
+
+class _ChunkFeed:
+    """The chunks a restore needs, each fetched once in the order first used, in windows
+    of about ``_WINDOW`` bytes, and dropped after its last use (:meth:`take`)."""
+
+    def __init__(
+        self,
+        todo: Sequence[tuple[_Entry, list[int]]],
+        snapshot: _Snapshot,
+        sizes: Callable[[str], int],
+        fetch: Callable[[list[str]], list[bytes]],
+    ) -> None:
+        self.order: list[str] = []  # the chunks needed, in the order they are first used
+        self.uses: dict[str, int] = {}
+        for _, needed in todo:
+            for index in needed:
+                cid = snapshot.chunks[index]
+                if cid not in self.uses:
+                    self.order.append(cid)
+                self.uses[cid] = self.uses.get(cid, 0) + 1
+        self.fetched: dict[str, bytes] = {}
+        self.ahead = 0  # order[:ahead] has been fetched
+        self.sizes, self.fetch = sizes, fetch
+
+    def take(self, cid: str) -> bytes:
+        """The bytes of chunk ``cid``, the next window fetched first if it is not held."""
+        order, fetched, uses = self.order, self.fetched, self.uses
+        if cid not in fetched:
+            if order[self.ahead] != cid:
+                raise AssertionError(f"chunk {cid} is not the next to fetch")
+            batch: list[str] = []
+            budget = 0
+            while self.ahead < len(order):
+                size = self.sizes(order[self.ahead])
+                if batch and budget + size > _WINDOW:
+                    break
+                batch.append(order[self.ahead])
+                budget += size
+                self.ahead += 1
+            fetched.update(zip(batch, self.fetch(batch), strict=True))
+        data = fetched[cid]
+        uses[cid] -= 1
+        if not uses[cid]:
+            del fetched[cid]
+        return data
+
+
 @define
 class _DuplicacyReplay(Replay):
     method: Duplicacy
@@ -436,62 +583,11 @@ class _DuplicacyReplay(Replay):
         """The new revision (CPU only): unchanged files keep the previous chunks, the others
         are packed into one stream and cut; the chunk list rebuilt in path order."""
         before = {} if last is None or self.method.hash_all else last.entries
-        kept: dict[str, _Entry] = {}
-        changed: list[File] = []
-        for file in version.files:
-            old = before.get(file.path)
-            if old is not None and old.file == file:
-                kept[file.path] = old
-            elif file.size > 0:
-                changed.append(file)
+        kept, changed = _kept_and_changed(version, before)
         stream = _Stream(version, changed)
         cutter = self.method.cutter(self.method.chunking.average)
         made, digests = _cut_stream(stream, cutter)
-        where = {f.path: i for i, f in enumerate(stream.files)}
-        ends: list[int] = []
-        total = 0
-        for chunk in made:
-            total += chunk.size
-            ends.append(total)
-        # where each source chunk sits: ("kept", index in last) or ("made", index in made)
-        order: list[tuple[str, int]] = []
-        entries: dict[str, _Entry] = {}
-        last_ref: tuple[str, int] | None = None
-        for file in version.files:
-            if file.size == 0:
-                entries[file.path] = _Entry(
-                    file=file,
-                    hash=hashlib.blake2b(b"", digest_size=32).hexdigest(),
-                    start=-1,
-                    start_offset=0,
-                    end=-1,
-                    end_offset=0,
-                )
-                continue
-            if file.path in kept:
-                old = kept[file.path]
-                refs = [("kept", i) for i in range(old.start, old.end + 1)]
-                start_offset, end_offset, digest = old.start_offset, old.end_offset, old.hash
-            else:
-                begin = stream.starts[where[file.path]]
-                first = bisect_right(ends, begin)
-                final = bisect_right(ends, begin + file.size - 1)
-                refs = [("made", i) for i in range(first, final + 1)]
-                start_offset = begin - (ends[first - 1] if first else 0)
-                end_offset = begin + file.size - (ends[final - 1] if final else 0)
-                digest = digests[file.path]
-            if refs[0] != last_ref:
-                order.append(refs[0])
-            order.extend(refs[1:])
-            last_ref = refs[-1]
-            entries[file.path] = _Entry(
-                file=file,
-                hash=digest,
-                start=len(order) - len(refs),
-                start_offset=start_offset,
-                end=len(order) - 1,
-                end_offset=end_offset,
-            )
+        order, entries = _entries(version, kept, stream, made, digests)
         ids = tuple(
             made[i].id if source == "made" else last.chunks[i]  # type: ignore[union-attr]
             for source, i in order
@@ -503,31 +599,7 @@ class _DuplicacyReplay(Replay):
     ) -> tuple[dict[str, tuple[str, ...]], bytes, list[_Chunk]]:
         """``UploadSnapshot``: the three sequences cut into metadata chunks, and the
         snapshot file naming them (every file chunk is stored by now)."""
-        lines: list[bytes] = []
-        last_end = 0
-        for path, entry in entries.items():
-            content = "0:0:0:0"
-            if entry.start >= 0:
-                # delta-encoded as UploadSnapshot does, so unchanged stretches repeat
-                start = entry.start - last_end
-                content = (
-                    f"{start}:{entry.start_offset}:{entry.end - entry.start}:{entry.end_offset}"
-                )
-                last_end = entry.end
-            lines.append(
-                json.dumps(
-                    {
-                        "path": path,
-                        "size": entry.file.size,
-                        "time": entry.file.generation,
-                        "mode": 0o644,
-                        "hash": entry.hash,
-                        "content": content,
-                    },
-                    separators=(",", ":"),
-                ).encode()
-                + b"\n"
-            )
+        lines = _file_lines(entries)
         made: list[_Chunk] = []
         sequences: dict[str, tuple[str, ...]] = {}
         for name in ("files", "chunks", "lengths"):
@@ -629,38 +701,13 @@ class _DuplicacyReplay(Replay):
         """Write the files of ``todo`` in path order, fetching the chunks they need (each
         once, in order) in windows of about ``_WINDOW`` bytes, each chunk dropped
         after its last use: memory stays near one window whatever the files' sizes."""
-        order: list[str] = []  # the chunks needed, in the order they are first used
-        uses: dict[str, int] = {}
-        for _, needed in todo:
-            for index in needed:
-                cid = snapshot.chunks[index]
-                if cid not in uses:
-                    order.append(cid)
-                uses[cid] = uses.get(cid, 0) + 1
-        fetched: dict[str, bytes] = {}
-        ahead = 0  # order[:ahead] has been fetched
-
-        def take(cid: str) -> bytes:
-            nonlocal ahead
-            if cid not in fetched:
-                if order[ahead] != cid:
-                    raise AssertionError(f"chunk {cid} is not the next to fetch")
-                batch: list[str] = []
-                budget = 0
-                while ahead < len(order):
-                    size = self.stored[order[ahead]].size
-                    if batch and budget + size > _WINDOW:
-                        break
-                    batch.append(order[ahead])
-                    budget += size
-                    ahead += 1
-                fetched.update(zip(batch, self._fetch(session, batch), strict=True))
-            data = fetched[cid]
-            uses[cid] -= 1
-            if not uses[cid]:
-                del fetched[cid]
-            return data
-
+        feed = _ChunkFeed(
+            todo,
+            snapshot,
+            lambda cid: self.stored[cid].size,
+            lambda batch: self._fetch(session, batch),
+        )
+        take = feed.take
         for entry, needed in todo:
             target = directory / entry.file.path
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,7 @@ are generated just before it), folders a write needs on a file system, evicting 
 the backups wrote from the page cache before a restore (:meth:`Session.evict`), and the
 space the target holds (:meth:`Session.usage`, hard links counted once, as ``du``).
 
-Why one module (~660 lines, one class): :class:`Session` is the whole surface a backup
+Why one module (~670 lines, one class): :class:`Session` is the whole surface a backup
 method sees, every request kind as a timed window and the untimed work around them; its
 methods share the window bookkeeping and the record of names written, and a method's
 author reads it as one API.
@@ -44,7 +44,7 @@ from attrs import define, field, frozen
 from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
-from storeprobe.backends import AsyncBackend, Landing, SyncBackend
+from storeprobe.backends import AsyncBackend, Capabilities, Landing, SyncBackend
 from storeprobe.backends.attempts import Attempts, between, summed
 from storeprobe.backup.objects import Blob, BlobPayloads, Read
 from storeprobe.execution import Leftover, bounded, delete_names, execute, remove_folders
@@ -126,6 +126,47 @@ def _scanned(folder: str) -> Iterator[tuple[str, dict[str, Any]]]:
                 except OSError:  # a dangling link, as fsspec counts it
                     size = 0
             yield entry.path, {"size": size, "ino": own.st_ino, "nlink": own.st_nlink}
+
+
+def _multipart_plan(
+    key: str, size: int, part_size: int, concurrency: int, capabilities: Capabilities
+) -> Plan:
+    """The plan of one multipart upload of ``size`` bytes to ``key``: one PUT of the whole
+    body for a client that splits it itself, else create (where the client has one),
+    the parts of ``part_size`` bytes, complete (where it has one)."""
+    if capabilities.client_multipart:
+        whole = Part(0, 0, size)
+        return Plan(
+            phases=(
+                (
+                    Request(
+                        kind=Kind.PUT,
+                        key=key,
+                        body=whole,
+                        part_size=part_size,
+                        concurrency=concurrency,
+                    ),
+                ),
+            )
+        )
+    parts = tuple(
+        Request(
+            kind=Kind.PUT_PART,
+            key=key,
+            start=start,
+            stop=min(start + part_size, size),
+            body=Part(0, start, min(start + part_size, size)),
+            part_number=number,
+        )
+        for number, start in enumerate(range(0, size, part_size), start=1)
+    )
+    phases: list[tuple[Request, ...]] = []
+    if capabilities.multipart_create:
+        phases.append((Request(kind=Kind.CREATE_MULTIPART, key=key, start=0, stop=size),))
+    phases.append(parts)
+    if capabilities.multipart_complete:
+        phases.append((Request(kind=Kind.COMPLETE_MULTIPART, key=key),))
+    return Plan(phases=tuple(phases))
 
 
 @frozen
@@ -425,47 +466,18 @@ class Session:
             return
         self._make_folders([blob.key])
         size, key = blob.size, blob.key
-        whole = Part(0, 0, size)
-        if capabilities.client_multipart:
-            plan = Plan(
-                phases=(
-                    (
-                        Request(
-                            kind=Kind.PUT,
-                            key=key,
-                            body=whole,
-                            part_size=part_size,
-                            concurrency=concurrency,
-                        ),
-                    ),
-                )
-            )
-        else:
-            parts = tuple(
-                Request(
-                    kind=Kind.PUT_PART,
-                    key=key,
-                    start=start,
-                    stop=min(start + part_size, size),
-                    body=Part(0, start, min(start + part_size, size)),
-                    part_number=number,
-                )
-                for number, start in enumerate(range(0, size, part_size), start=1)
-            )
-            phases: list[tuple[Request, ...]] = []
-            if capabilities.multipart_create:
-                phases.append((Request(kind=Kind.CREATE_MULTIPART, key=key, start=0, stop=size),))
-            phases.append(parts)
-            if capabilities.multipart_complete:
-                phases.append((Request(kind=Kind.COMPLETE_MULTIPART, key=key),))
-            plan = Plan(phases=tuple(phases))
+        plan = _multipart_plan(key, size, part_size, concurrency, capabilities)
         self.written[key] = size
         streams = min(concurrency, self.streams)
         if capabilities.client_multipart or size <= self.stage_above:
             self._window(plan, BlobPayloads([blob]), streams=streams)
             return
-        # parts of an object larger than a window: staged, then sent as views of the file
-        staging = Staging.of_payloads(BlobPayloads([blob]), 0, size)
+        self._put_staged(plan, blob, streams)
+
+    def _put_staged(self, plan: Plan, blob: Blob, streams: int) -> None:
+        """The parts of ``plan``, an object larger than a window, staged, then sent as
+        views of the file (see :meth:`put_parts`)."""
+        staging = Staging.of_payloads(BlobPayloads([blob]), 0, blob.size)
         backend = self.target.backend
         before = backend.attempts_seen()
         try:

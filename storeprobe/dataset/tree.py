@@ -73,6 +73,44 @@ def _valid_files(
         )
 
 
+def _evolution(
+    total: int,
+    changed: float | int,
+    added: float | int,
+    deleted: float | int,
+    sizes: Sizes | None,
+    rewrite: float,
+) -> tuple[int, int, int]:
+    """The files an evolution of a tree of ``total`` files changes, deletes and adds
+    (see :meth:`Tree.evolve`), its arguments checked."""
+    if sizes is not None and not isinstance(sizes, Sizes):
+        raise ConfigurationError(f"sizes must be a Sizes or None, not {sizes!r}")
+    if isinstance(rewrite, bool) or not isinstance(rewrite, int | float):
+        raise ConfigurationError(
+            f"rewrite must be a fraction of the changed files (a float in [0, 1]), not {rewrite!r}"
+        )
+    if not 0 <= rewrite <= 1:
+        raise ConfigurationError(
+            f"rewrite={rewrite!r}: the fraction of changed files rewritten in place "
+            "must be in [0, 1] (e.g. 0.5)"
+        )
+    n_changed = _fraction_or_count("changed", changed, total, limit=True)
+    n_deleted = _fraction_or_count("deleted", deleted, total, limit=True)
+    n_added = _fraction_or_count("added", added, total, limit=False)
+    if n_changed + n_deleted > total:
+        raise ConfigurationError(
+            f"changed ({n_changed:,}) and deleted ({n_deleted:,}) files are distinct: "
+            f"together at most the {total:,} files of the tree"
+        )
+    if n_deleted == total and n_added == 0:
+        raise ConfigurationError(
+            "evolving would leave an empty tree: delete fewer files or add some"
+        )
+    if total - n_deleted + n_added > MAX_COUNT:
+        raise ConfigurationError(f"a tree holds at most {MAX_COUNT:,} files: add fewer")
+    return n_changed, n_deleted, n_added
+
+
 @frozen(kw_only=True)
 class Tree:
     """Files under a directory, version ``version`` of a dataset with content seed ``seed``.
@@ -345,33 +383,8 @@ class Tree:
         Deterministic from ``(self, seed)``; by default ``seed`` derives from
         ``(self.seed, self.version)``. The content seed is kept.
         """
-        if sizes is not None and not isinstance(sizes, Sizes):
-            raise ConfigurationError(f"sizes must be a Sizes or None, not {sizes!r}")
-        if isinstance(rewrite, bool) or not isinstance(rewrite, int | float):
-            raise ConfigurationError(
-                f"rewrite must be a fraction of the changed files (a float in [0, 1]), "
-                f"not {rewrite!r}"
-            )
-        if not 0 <= rewrite <= 1:
-            raise ConfigurationError(
-                f"rewrite={rewrite!r}: the fraction of changed files rewritten in place "
-                "must be in [0, 1] (e.g. 0.5)"
-            )
         total = len(self.files)
-        n_changed = _fraction_or_count("changed", changed, total, limit=True)
-        n_deleted = _fraction_or_count("deleted", deleted, total, limit=True)
-        n_added = _fraction_or_count("added", added, total, limit=False)
-        if n_changed + n_deleted > total:
-            raise ConfigurationError(
-                f"changed ({n_changed:,}) and deleted ({n_deleted:,}) files are distinct: "
-                f"together at most the {total:,} files of the tree"
-            )
-        if n_deleted == total and n_added == 0:
-            raise ConfigurationError(
-                "evolving would leave an empty tree: delete fewer files or add some"
-            )
-        if total - n_deleted + n_added > MAX_COUNT:
-            raise ConfigurationError(f"a tree holds at most {MAX_COUNT:,} files: add fewer")
+        n_changed, n_deleted, n_added = _evolution(total, changed, added, deleted, sizes, rewrite)
         version = self.version + 1
         rng = _evolve_rng(self.seed, self.version, seed)
         order = rng.permutation(total)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from storeprobe.distributed.aggregate_result import aggregate_result
 from storeprobe.distributed.dask_client import import_dask
 from storeprobe.distributed.worker import Report, Spec, clock_reading, work
+from storeprobe.environment import Environment
 from storeprobe.execution import (
     Leftover,
     clear_prefix,
@@ -85,14 +86,7 @@ class Coordinator:
         addresses = self._workers()
         count = len(addresses)
         folders = [f"w{index}" for index in range(count)]
-        environment, prefix = open_run(
-            self.target, self.spec.settings.label, self.spec.settings.timeout, folders
-        )
-        try:
-            held = hold_prefix(self.target, prefix, self.spec.settings.timeout)
-        except Exception:
-            remove_folders(self.target, [*(f"{prefix}/{folder}" for folder in folders), prefix])
-            raise
+        environment, prefix, held = self._open(folders)
         recipe = self.target.recipe
         assert recipe is not None
         offsets = [self._offset(address) for address in addresses]
@@ -141,6 +135,20 @@ class Coordinator:
             clock=self.clock,
             began=began,
         )
+
+    def _open(self, folders: Sequence[str]) -> tuple[Environment, str, str]:
+        """The run prefix with a folder per worker, held by one small object (see the
+        module docstring): the environment, the prefix, the holding object's name. A
+        prefix that cannot be held is removed again."""
+        environment, prefix = open_run(
+            self.target, self.spec.settings.label, self.spec.settings.timeout, folders
+        )
+        try:
+            held = hold_prefix(self.target, prefix, self.spec.settings.timeout)
+        except Exception:
+            remove_folders(self.target, [*(f"{prefix}/{folder}" for folder in folders), prefix])
+            raise
+        return environment, prefix, held
 
     # -- the barrier -------------------------------------------------------------------------
     def _lost(self, addresses: Sequence[str], futures: Sequence[Any], lost: dict[int, str]) -> None:
