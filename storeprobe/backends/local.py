@@ -144,7 +144,9 @@ def _read_staged(
 
 
 def _read_range(path: str, start: int, stop: int, into: bytearray | memoryview | None) -> Outcome:
-    view = memoryview(into if into is not None else bytearray(stop - start))
+    if into is None:  # bytes read by the kernel into the object returned: never copied
+        return _pread_range(path, start, stop)
+    view = memoryview(into)
     fd = os.open(path, os.O_RDONLY)
     try:
         filled = 0
@@ -156,6 +158,26 @@ def _read_range(path: str, start: int, stop: int, into: bytearray | memoryview |
     finally:
         os.close(fd)
     return Outcome(received=filled, data=view[:filled])
+
+
+def _pread_range(path: str, start: int, stop: int) -> Outcome:
+    """Bytes ``[start, stop)`` of ``path`` as one ``bytes`` (short reads, rare on a
+    regular file, joined)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = os.pread(fd, stop - start, start)
+        if data and len(data) < stop - start:
+            pieces = [data]
+            filled = len(data)
+            while filled < stop - start and (
+                more := os.pread(fd, stop - start - filled, start + filled)
+            ):
+                pieces.append(more)
+                filled += len(more)
+            data = b"".join(pieces)
+    finally:
+        os.close(fd)
+    return Outcome(received=len(data), data=data)
 
 
 class LocalUpload(SyncUpload):
