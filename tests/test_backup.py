@@ -593,9 +593,10 @@ def _restores_in_staged_ranges(
     a range above 256 KiB is staged); assert the same requests in the same order and
     every restore verified; return, per staged read of the small budget, whether it
     was a ranged read."""
+    from storeprobe.execution import execute  # what the session calls
     from storeprobe.staging import Staging
 
-    execute, get = session_module.execute, Session._get
+    get = Session._get
     sent: list[list[tuple[str, str, int | None, int | None]]] = []
     staged: list[bool] = []
 
