@@ -52,6 +52,9 @@ blocks), and applies them newest first (:func:`storeprobe.delta.patch`); where a
 ``.snapshot.gz`` lies on the way back (the file was deleted and came back), that copy is
 the base and nothing newer is read (``set_relevant_incs``). Restores write every file of
 the version (rdiff-backup restores a whole tree; it skips nothing the directory holds).
+Every read lands in a file beside the file restored as its window arrives (the diffs
+gzipped as stored) and the patches stream from those files, so a restore holds one
+window of reads whatever the chain's length or the files' sizes.
 
 Left out: rdiff-backup's appends to ``backup.log`` after the first session (a line of
 about 80 bytes each), its ``chmod``, ``utime`` and ``fsync`` calls and per-file
@@ -61,7 +64,7 @@ source disk, the mkdir and rmdir of ``rdiff-backup.tmp.0`` (made once, like ever
 folder); the delta the source sends the mirror side (a local or ssh pipe, not the
 storage).
 
-Why one module (~630 lines, 60 of them the rules above): a backup method is one module
+Why one module (~700 lines, 60 of them the rules above): a backup method is one module
 (``docs/architecture.md``), one tool's request pattern read top to bottom against
 rdiff-backup's code cited here; its helpers (increments, metadata records, statistics
 files) serve rdiff-backup alone.

@@ -16,7 +16,8 @@ whatever the dataset's size; the requests and their order do not change, and a s
 the sum of its windows' spans as before.
 
 One whole object above :data:`STAGE_ABOVE` (64 MiB) goes through a staging file on
-the clients that can (sent from it, or landed in it as it arrives), and a multipart
+the clients that can (sent from it, or landed in it as it arrives; a ranged read above
+it too where the caller asks, :meth:`Session.get_staged_windows`), and a multipart
 upload above it sends its parts as views of one (:meth:`Session.put_parts`), so memory
 holds what is in flight, not the object. A :class:`StepProgress` is told of each window
 once it has closed, never while one is open.
@@ -26,7 +27,7 @@ are generated just before it), folders a write needs on a file system, evicting 
 the backups wrote from the page cache before a restore (:meth:`Session.evict`), and the
 space the target holds (:meth:`Session.usage`, hard links counted once, as ``du``).
 
-Why one module (~600 lines, one class): :class:`Session` is the whole surface a backup
+Why one module (~670 lines, one class): :class:`Session` is the whole surface a backup
 method sees, every request kind as a timed window and the untimed work around them; its
 methods share the window bookkeeping and the record of names written, and a method's
 author reads it as one API.
