@@ -96,6 +96,14 @@ def windows(sizes: Sequence[int], budget: int = WINDOW_BUDGET) -> list[range]:
     return runs
 
 
+def _fill_staged(bodies: Sequence[bytes], staged: Sequence[Staging | None]) -> None:
+    """The bytes a client returned in its own buffer for a read it was given a staging
+    file for, written into that file (a function: no name of this frame outlives it)."""
+    for body, staging in zip(bodies, staged, strict=True):
+        if staging is not None and body:
+            staging.write(0, body)
+
+
 #: the outcome a step keeps of a request that made one request of its own kind
 _PLAIN = Outcome()
 
@@ -362,9 +370,7 @@ class Session:
             staged: list[Staging | None] = [staged_one(reads[i], sizes[i]) for i in run]
             try:
                 got = self._get(some, landings=staged) if any(staged) else self._get(some)
-                for body, staging in zip(got, staged, strict=True):
-                    if staging is not None and body:  # a client that kept its own buffer
-                        staging.write(0, body)
+                _fill_staged(got, staged)
             except BaseException:
                 for staging in staged:
                     if staging is not None:
