@@ -579,3 +579,98 @@ def test_the_local_scan_of_usage_sees_what_fsspec_find_sees(tmp_path: Path) -> N
 
     assert len(found) == 6
     assert seen(_scanned(str(tmp_path))) == seen(found.items())
+
+
+def _restores_in_staged_ranges(
+    url: str,
+    options: dict[str, Any],
+    method: str | BackupMethod,
+    versions: list[Image],
+    monkeypatch: pytest.MonkeyPatch,
+    client: str = "auto",
+) -> list[bool]:
+    """Run ``method`` on ``versions`` with the default budget and with a 256 KiB one (so
+    a range above 256 KiB is staged); assert the same requests in the same order and
+    every restore verified; return, per staged read of the small budget, whether it
+    was a ranged read."""
+    from storeprobe.execution import execute  # what the session calls
+    from storeprobe.staging import Staging
+
+    get = Session._get
+    sent: list[list[tuple[str, str, int | None, int | None]]] = []
+    staged: list[bool] = []
+
+    def recorded(backend: Any, plan: Any, **kwargs: Any) -> Any:
+        sent[-1] += [
+            (r.kind.value, r.key.rsplit("/storeprobe-", 1)[-1].split("/", 1)[-1], r.start, r.stop)
+            for r in plan.requests
+        ]
+        return execute(backend, plan, **kwargs)
+
+    def landing(self: Session, reads: Any, landings: Any = None) -> Any:
+        for read, into in zip(reads, landings or [], strict=False):
+            if into is not None:
+                assert isinstance(into, Staging)
+                staged.append(read.start is not None)
+        return get(self, reads, landings)
+
+    monkeypatch.setattr(session_module, "execute", recorded)
+    monkeypatch.setattr(Session, "_get", landing)
+    for where, budget in (("whole", session_module.WINDOW_BUDGET), ("staged", 256 * 1024)):
+        monkeypatch.setattr(session_module, "WINDOW_BUDGET", budget)
+        staged.clear()
+        sent.append([])
+        if "://" not in url:
+            Path(url, where).mkdir()
+        probe = Probe.from_url(f"{url}/{where}", options, client=client, streams=2)
+        results = probe.backup_restore(versions[0], versions=versions, method=method)
+        assert all(r.ok for r in results), [r.errors for r in results]  # verified
+    assert sent[0] == sent[1]
+    return staged
+
+
+#: an image rewritten whole, then in a few runs: rdiff-backup's restores of the older
+#: versions read a diff the image's size and the mirror's copied runs (about 1 MiB each),
+#: restic's read whole 1 MiB packs
+_RUNS = Image.create("4MiB", block_size="64KiB", seed=6)
+_RUN_VERSIONS = [_RUNS, _RUNS.evolve(fraction=1.0, seed=1)]
+_RUN_VERSIONS.append(_RUN_VERSIONS[-1].evolve(fraction=0.05, pattern="clustered", seed=2))
+
+
+@pytest.mark.parametrize("method", ["rdiff-backup", "restic"])
+def test_a_ranged_read_above_the_threshold_lands_in_a_staging_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    """On the local disk, with the budget lowered to 256 KiB: rdiff-backup's diffs (a
+    whole image rewritten: a diff of its size) and copied runs and restic's pack ranges
+    land in staging files during their GETs, the same requests in the same order, and
+    every restore byte for byte."""
+    from storeprobe.backup.restic import Restic
+
+    chosen: str | BackupMethod = Restic(pack_size="1MiB") if method == "restic" else method
+    staged = _restores_in_staged_ranges(str(tmp_path), {}, chosen, _RUN_VERSIONS, monkeypatch)
+    assert any(staged)  # ranged reads staged
+    if method == "rdiff-backup":
+        assert not all(staged)  # and whole ones: the mirror, the diffs
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("client", ["obstore", "s3fs"])
+def test_a_staged_pack_range_on_s3_restores_byte_for_byte(
+    moto_server: Server, monkeypatch: pytest.MonkeyPatch, client: str
+) -> None:
+    """restic on S3 (moto answers ranges with 206, so obstore reads them itself) with
+    the budget at 256 KiB: each 1 MiB pack's range lands in a staging file (obstore
+    writes its buffer there, s3fs the body as it arrives), the same requests."""
+    from storeprobe.backup.restic import Restic
+
+    staged = _restores_in_staged_ranges(
+        f"s3://bench/staged-ranges-{client}",
+        s3_options(moto_server.endpoint),
+        Restic(pack_size="1MiB"),
+        _RUN_VERSIONS,
+        monkeypatch,
+        client=client,
+    )
+    assert staged
+    assert all(staged)  # restic reads only ranges

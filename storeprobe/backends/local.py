@@ -118,19 +118,35 @@ def _put_staged(path: str, staged: StagedFile, buffer: memoryview | None) -> Out
     return Outcome(sent=sent)
 
 
-def _read_staged(path: str, staging: Staging, buffer: memoryview, clock: Clock) -> Outcome:
-    """Read ``path`` whole into the staging file, one buffer at a time."""
+def _read_staged(
+    path: str,
+    staging: Staging,
+    buffer: memoryview,
+    clock: Clock,
+    start: int | None = None,
+    stop: int | None = None,
+) -> Outcome:
+    """Read ``path`` (whole, or bytes ``[start, stop)``) into the staging file from its
+    offset 0, one buffer at a time."""
     with open(path, "rb", buffering=0) as handle:
-        received = handle.readinto(buffer[:_HEAD]) or 0
+        left = -1 if start is None or stop is None else stop - start
+        if start is not None:
+            handle.seek(start)
+        received = handle.readinto(buffer[: _HEAD if left < 0 else min(_HEAD, left)]) or 0
         first_byte = clock()
         staging.write(0, buffer[:received])
-        while got := handle.readinto(buffer):
+        while left < 0 or received < left:
+            got = handle.readinto(buffer if left < 0 else buffer[: left - received])
+            if not got:
+                break
             received += staging.write(received, buffer[:got])
     return Outcome(received=received, first_byte_ns=first_byte)
 
 
 def _read_range(path: str, start: int, stop: int, into: bytearray | memoryview | None) -> Outcome:
-    view = memoryview(into if into is not None else bytearray(stop - start))
+    if into is None:  # bytes read by the kernel into the object returned: never copied
+        return _pread_range(path, start, stop)
+    view = memoryview(into)
     fd = os.open(path, os.O_RDONLY)
     try:
         filled = 0
@@ -142,6 +158,26 @@ def _read_range(path: str, start: int, stop: int, into: bytearray | memoryview |
     finally:
         os.close(fd)
     return Outcome(received=filled, data=view[:filled])
+
+
+def _pread_range(path: str, start: int, stop: int) -> Outcome:
+    """Bytes ``[start, stop)`` of ``path`` as one ``bytes`` (short reads, rare on a
+    regular file, joined)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = os.pread(fd, stop - start, start)
+        if data and len(data) < stop - start:
+            pieces = [data]
+            filled = len(data)
+            while filled < stop - start and (
+                more := os.pread(fd, stop - start - filled, start + filled)
+            ):
+                pieces.append(more)
+                filled += len(more)
+            data = b"".join(pieces)
+    finally:
+        os.close(fd)
+    return Outcome(received=len(data), data=data)
 
 
 class LocalUpload(SyncUpload):
@@ -238,10 +274,12 @@ class LocalBackend(SyncBackend):
 
     def get(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
         path = request.key
+        start, stop = request.start, request.stop
         if isinstance(into, Staging):
             staging, buffer = into, _chunk_buffer()
-            return SyncJob(Kind.GET, lambda: _read_staged(path, staging, buffer, clock))
-        start, stop = request.start, request.stop
+            return SyncJob(
+                Kind.GET, lambda: _read_staged(path, staging, buffer, clock, start, stop)
+            )
         buffer_into = into
         if start is not None and stop is not None:
             return SyncJob(Kind.GET, lambda: _read_range(path, start, stop, buffer_into))

@@ -235,8 +235,12 @@ class ObstoreBackend(AsyncBackend):
         if request.start is not None and request.stop is not None:
             start, stop = request.start, request.stop
 
+            staged = into if isinstance(into, Staging) else None
+
             async def get_range() -> Outcome:
                 data = await store.get_range_async(key, start=start, end=stop)
+                if staged is not None:  # a staged range: in the file, its buffer let go
+                    return Outcome(received=staged.write(0, data))
                 return Outcome(received=len(data), data=data)
 
             return AsyncJob(Kind.GET, get_range)

@@ -52,6 +52,9 @@ blocks), and applies them newest first (:func:`storeprobe.delta.patch`); where a
 ``.snapshot.gz`` lies on the way back (the file was deleted and came back), that copy is
 the base and nothing newer is read (``set_relevant_incs``). Restores write every file of
 the version (rdiff-backup restores a whole tree; it skips nothing the directory holds).
+Every read lands in a file beside the file restored as its window arrives (the diffs
+gzipped as stored) and the patches stream from those files, so a restore holds one
+window of reads whatever the chain's length or the files' sizes.
 
 Left out: rdiff-backup's appends to ``backup.log`` after the first session (a line of
 about 80 bytes each), its ``chmod``, ``utime`` and ``fsync`` calls and per-file
@@ -61,7 +64,7 @@ source disk, the mkdir and rmdir of ``rdiff-backup.tmp.0`` (made once, like ever
 folder); the delta the source sends the mirror side (a local or ssh pipe, not the
 storage).
 
-Why one module (~630 lines, 60 of them the rules above): a backup method is one module
+Why one module (~700 lines, 60 of them the rules above): a backup method is one module
 (``docs/architecture.md``), one tool's request pattern read top to bottom against
 rdiff-backup's code cited here; its helpers (increments, metadata records, statistics
 files) serve rdiff-backup alone.
@@ -90,6 +93,7 @@ from storeprobe.dataset import Dataset, File
 from storeprobe.dataset import content as file_content
 from storeprobe.manifest import Piece
 from storeprobe.restore import write_fetched, write_files
+from storeprobe.staging import Staging
 
 __all__ = ["RdiffBackup"]
 
@@ -133,29 +137,40 @@ def _gzip(name: str, data: bytes) -> bytes:
 _WIDTHS = (1, 2, 4, 8)
 
 
-def _copies(data: bytes) -> list[tuple[int, int]]:
-    """The ``(start, length)`` of each COPY command of a librsync delta: the ranges of the
-    basis a patch reads (librsync's ``prototab.c`` opcodes: 0x01–0x40 literal of that
-    length, 0x41–0x44 literal with a 1/2/4/8-byte length, 0x45–0x54 copy with 1/2/4/8-byte
-    start and length, 0x00 the end; numbers big-endian)."""
-    at = 4  # after the magic
+def _copies(stream: gzip.GzipFile) -> list[tuple[int, int]]:
+    """The ``(start, length)`` of each COPY command of a librsync delta read from
+    ``stream`` (a gzipped increment opened with :func:`gzip.open`), runs of adjacent
+    copies joined: the ranges of the basis a patch reads (librsync's ``prototab.c``
+    opcodes: 0x01–0x40 literal of that length, 0x41–0x44 literal with a 1/2/4/8-byte
+    length, 0x45–0x54 copy with 1/2/4/8-byte start and length, 0x00 the end; numbers
+    big-endian). Literal bytes are read past :data:`_PIECE` at a time, never kept."""
+
+    def number(width: int) -> int:
+        raw = stream.read(width)
+        if len(raw) != width:
+            raise OSError("a librsync delta ends inside a command")
+        return int.from_bytes(raw, "big")
+
+    def skip(count: int) -> None:
+        while count > 0:
+            got = len(stream.read(min(count, _PIECE)))
+            if not got:
+                raise OSError("a librsync delta ends inside a literal")
+            count -= got
+
+    number(4)  # the magic
     found: list[tuple[int, int]] = []
-    while at < len(data):
-        op = data[at]
-        at += 1
+    while op_byte := stream.read(1):
+        op = op_byte[0]
         if op == 0:
             break
         if op <= 0x40:
-            at += op
+            skip(op)
         elif op <= 0x44:
-            width = _WIDTHS[op - 0x41]
-            at += width + int.from_bytes(data[at : at + width], "big")
+            skip(number(_WIDTHS[op - 0x41]))
         elif op <= 0x54:
-            start_width, length_width = _WIDTHS[(op - 0x45) // 4], _WIDTHS[(op - 0x45) % 4]
-            start = int.from_bytes(data[at : at + start_width], "big")
-            at += start_width
-            length = int.from_bytes(data[at : at + length_width], "big")
-            at += length_width
+            start = number(_WIDTHS[(op - 0x45) // 4])
+            length = number(_WIDTHS[(op - 0x45) % 4])
             if found and found[-1][0] + found[-1][1] == start:
                 found[-1] = (found[-1][0], found[-1][1] + length)
             else:
@@ -504,57 +519,101 @@ def _restore_batch(
 ) -> None:
     """Restore ``paths`` (about a window's bytes of files): their diffs, whole bases and
     copied ranges read as the tool reads them (the diffs, then whole files, then ranges),
-    each written to a file beside its destination as it arrives; the patches then stream
-    from file to file (librsync reads its basis at the offsets the delta copies), so
-    nothing holds a whole file but the diffs of the batch (gzipped, as stored)."""
-    wanted = [key for path in paths for key in chains[path]]
-    fetched = dict(zip(wanted, session.get([Read(key=key) for key in wanted]), strict=True))
+    each written to a file beside its destination as its window arrives and let go (a
+    whole object or a range larger than :attr:`Session.stage_above` lands in a staging
+    file during its GET, on the clients that can); the patches then stream from file to
+    file, the deltas unzipped :data:`_PIECE` at a time (librsync reads its basis at the
+    offsets the delta copies), so memory holds a window of reads, never a chain of
+    deltas or a whole file."""
     scratch = {path: _scratch(directory / path) for path in paths}
+    diffs = {
+        path: [_beside(scratch[path], f".{n}.diff.gz") for n in range(len(chains[path]))]
+        for path in paths
+    }
+    _land(
+        session,
+        [Read(key=key) for path in paths for key in chains[path]],
+        [(diff, None) for path in paths for diff in diffs[path]],
+    )
     whole = [path for path in paths if bases[path][1] or not chains[path]]
-    arriving = iter(whole)
-    for bodies in session.get_staged_windows([Read(key=bases[p][0]) for p in whole]):
-        for body in bodies:
-            path = next(arriving)
-            if bases[path][1]:  # a snapshot.gz: land it, then unzip it 8 MiB at a time
-                landed = _beside(scratch[path], ".gz")
-                write_fetched(landed, body)
-                with gzip.open(landed, "rb") as source, open(scratch[path], "wb") as out:
-                    shutil.copyfileobj(source, out, _PIECE)
-                landed.unlink()
-            else:
-                write_fetched(scratch[path], body)
-        del bodies
+    landed = {
+        path: _beside(scratch[path], ".gz") if bases[path][1] else scratch[path] for path in whole
+    }
+    _land(session, [Read(key=bases[p][0]) for p in whole], [(landed[p], None) for p in whole])
+    for path in whole:
+        if bases[path][1]:  # a snapshot.gz: unzipped _PIECE at a time
+            with gzip.open(landed[path], "rb") as source, open(scratch[path], "wb") as out:
+                shutil.copyfileobj(source, out, _PIECE)
+            landed[path].unlink()
     # a mirror file under a delta: the patch reads only the ranges the delta copies, laid
     # at their offsets in a sparse file (the rest of the basis is never read)
     ranged = [path for path in paths if path not in set(whole)]
-    deltas = {path: gzip.decompress(fetched.pop(chains[path][0])) for path in ranged}
-    spans = {path: _copies(deltas[path]) for path in ranged}
+    spans: dict[str, list[tuple[int, int]]] = {}
     for path in ranged:
+        with gzip.open(diffs[path][0], "rb") as stream:
+            spans[path] = _copies(stream)
         _beside(scratch[path], ".basis").write_bytes(b"")
-    places = [(path, start) for path in ranged for start, _ in spans[path]]
-    reads = [
-        Read(key=bases[path][0], start=start, stop=start + length)
-        for path in ranged
-        for start, length in spans[path]
-    ]
-    at = iter(places)
-    for piece in session.get_each(reads):
-        path, start = next(at)
-        with open(_beside(scratch[path], ".basis"), "r+b") as out:
-            out.seek(start)
-            out.write(piece)
-        del piece
+    _land(
+        session,
+        [
+            Read(key=bases[path][0], start=start, stop=start + length)
+            for path in ranged
+            for start, length in spans[path]
+        ],
+        [(_beside(scratch[path], ".basis"), start) for path in ranged for start, _ in spans[path]],
+        ranges=True,
+    )
     for path in ranged:
         basis = _beside(scratch[path], ".basis")
-        _patch_file(basis, deltas.pop(path), scratch[path])
+        _patch_file(basis, diffs[path][0], scratch[path])
         basis.unlink()
     for path in paths:
-        later = chains[path][1:] if path in spans else chains[path]
-        for key in later:
+        for diff in diffs[path][1:] if path in spans else diffs[path]:
             patched = _beside(scratch[path], ".next")
-            _patch_file(scratch[path], gzip.decompress(fetched.pop(key)), patched)
+            _patch_file(scratch[path], diff, patched)
             os.replace(patched, scratch[path])
+        for diff in diffs[path]:
+            diff.unlink()
         os.replace(scratch[path], directory / path)
+
+
+def _land(
+    session: Session,
+    reads: list[Read],
+    places: list[tuple[Path, int | None]],
+    *,
+    ranges: bool = False,
+) -> None:
+    """Each read's bytes written where its place says as its window arrives: ``(file,
+    None)`` a new file of them, ``(file, offset)`` into an existing file at ``offset``;
+    each let go once written, so memory holds one window of reads (a staged one not even
+    that)."""
+    at = iter(places)
+    for bodies in session.get_staged_windows(reads, ranges=ranges):
+        while bodies:
+            body = bodies.pop(0)
+            path, offset = next(at)
+            if offset is None:
+                write_fetched(path, body)
+            else:
+                _write_at(path, offset, body)
+            del body  # not held while the next window is read
+
+
+def _write_at(path: Path, offset: int, body: bytes | Staging) -> None:
+    """``body`` written into the existing file ``path`` at ``offset`` (a staging file
+    copied 1 MiB at a time, then closed)."""
+    with open(path, "r+b") as out:
+        if isinstance(body, bytes):
+            out.seek(offset)
+            out.write(body)
+            return
+        try:
+            for start, chunk in body.chunks():
+                out.seek(offset + start)
+                out.write(chunk)
+        finally:
+            body.close()
 
 
 #: bytes of a snapshot unzipped into a restore at a time
@@ -577,11 +636,20 @@ def _beside(path: Path, suffix: str) -> Path:
     return path.with_name(path.name + suffix)
 
 
-def _patch_file(basis: Path, data: bytes, into: Path) -> None:
-    """``data`` (a delta) applied to the file ``basis``, written to ``into`` as it comes;
-    the delta's COPY commands are read from ``basis`` at their offsets."""
-    with open(basis, "rb") as source, open(into, "wb") as out:
-        delta.write_patch(source, data, out.write)
+def _patch_file(basis: Path, diff: Path, into: Path) -> None:
+    """The gzipped delta in ``diff`` applied to the file ``basis``, written to ``into`` as
+    it comes: the delta unzipped :data:`_DELTA_PIECE` at a time, its COPY commands read
+    from ``basis`` at their offsets."""
+    with (
+        gzip.open(diff, "rb") as stream,
+        open(basis, "rb") as source,
+        open(into, "wb") as out,
+    ):
+        delta.write_patch(source, iter(lambda: stream.read(_DELTA_PIECE), b""), out.write)
+
+
+#: bytes of a delta unzipped and handed to librsync at a time
+_DELTA_PIECE = 1 << 20
 
 
 def _file_statistics(

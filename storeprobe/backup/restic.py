@@ -79,7 +79,7 @@ files split during a long backup (restic writes one when 50 000 blobs or 10 minu
 have gathered), several packers writing at once, and restic's concurrency limits (the
 scenario's ``streams`` bound the requests in flight).
 
-Why one module (~690 lines, 80 of them the rules above): a backup method is one module
+Why one module (~720 lines, 80 of them the rules above): a backup method is one module
 (``docs/architecture.md``), one tool's request pattern read top to bottom against
 restic's ``design.rst``; its helpers (chunker, packer, JSON files) serve restic alone.
 """
@@ -93,7 +93,7 @@ import os
 import posixpath
 import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -107,6 +107,7 @@ from storeprobe.backup.session import Session
 from storeprobe.dataset import Dataset, File
 from storeprobe.errors import ConfigurationError
 from storeprobe.manifest import Piece, cut_windows
+from storeprobe.staging import Staging
 from storeprobe.units import GiB, KiB, MiB, parse_size
 
 __all__ = ["Restic"]
@@ -490,9 +491,7 @@ class _ResticReplay(Replay):
             for pack in sorted(needed)
             for start, stop in _ranges(sorted(needed[pack]))
         ]
-        remaining = iter(reads)
-        fetched = ((next(remaining), body) for body in session.get_each(reads))
-        _write(version, held, directory, layout, self.index, fetched)
+        _write(version, held, directory, layout, self.index, session, reads)
         session.delete([lock])
 
     def __repr__(self) -> str:
@@ -517,13 +516,17 @@ def _write(
     directory: Path,
     layout: dict[str, list[str]],
     index: dict[str, _Located],
-    fetched: Iterable[tuple[Read, bytes]],
+    session: Session,
+    reads: Sequence[Read],
 ) -> None:
-    """Write every file of ``version`` from the fetched pack ranges (untimed), as restic's
-    restorer does: each range is cut into blobs and every blob is written at each place
-    a file needs it as the range arrives (and let go), so the restore holds one window's
-    bytes; then the files replace the directory's, and the files ``held``
-    has and ``version`` does not are deleted."""
+    """Read ``reads`` (the pack ranges) and write every file of ``version`` from them
+    (untimed between windows), as restic's restorer does: each range is cut into blobs
+    and every blob is written at each place a file needs it as the range's window
+    arrives, then the range is let go, so the restore holds one window of ranges (a range
+    larger than :attr:`Session.stage_above` lands in a staging file during its GET, on
+    the clients that can, and its blobs are read back from there); then the files
+    replace the directory's, and the files ``held`` has and ``version`` does not are
+    deleted."""
     places: dict[str, list[tuple[Path, int]]] = {}  # blob id -> (file, offset) it fills
     finished: list[tuple[Path, Path]] = []
     for file in version.files:
@@ -539,25 +542,45 @@ def _write(
     in_pack: dict[str, list[str]] = {}
     for blob_id in places:
         in_pack.setdefault(index[blob_id].pack, []).append(blob_id)
-    for read, data in fetched:
-        base = read.start or 0
-        view = memoryview(data)
-        for blob_id in in_pack.get(read.key, ()):
-            where = index[blob_id]
-            if not base <= where.offset < base + len(data):
-                continue
-            begin = where.offset + where.lead - base
-            blob = view[begin : begin + where.size]
-            for path, offset in places[blob_id]:
-                with open(path, "r+b") as handle:
-                    handle.seek(offset)
-                    handle.write(blob)
-        del view, data
+    arriving = iter(reads)
+    for bodies in session.get_staged_windows(reads, ranges=True):
+        while bodies:  # each range let go once written: none held while the next is read
+            _place(next(arriving), bodies.pop(0), in_pack, index, places)
     for temporary, destination in finished:
         os.replace(temporary, destination)
     if held is not None:
         for gone in {f.path for f in held.files} - set(layout):
             (directory / gone).unlink(missing_ok=True)
+
+
+def _place(
+    read: Read,
+    data: bytes | Staging,
+    in_pack: dict[str, list[str]],
+    index: dict[str, _Located],
+    places: dict[str, list[tuple[Path, int]]],
+) -> None:
+    """The blobs of one fetched pack range (bytes, or a staging file read a blob at a
+    time and closed) written at every place a file needs them."""
+    base = read.start or 0
+    size = data.size if isinstance(data, Staging) else len(data)
+    try:
+        for blob_id in in_pack.get(read.key, ()):
+            where = index[blob_id]
+            if not base <= where.offset < base + size:
+                continue
+            begin = where.offset + where.lead - base
+            if isinstance(data, Staging):
+                blob: bytes | memoryview = os.pread(data.fd, where.size, begin)
+            else:
+                blob = memoryview(data)[begin : begin + where.size]
+            for path, offset in places[blob_id]:
+                with open(path, "r+b") as handle:
+                    handle.seek(offset)
+                    handle.write(blob)
+    finally:
+        if isinstance(data, Staging):
+            data.close()
 
 
 # -- restic's JSON, shaped as restic 0.14 writes it --------------------------------------

@@ -16,7 +16,8 @@ whatever the dataset's size; the requests and their order do not change, and a s
 the sum of its windows' spans as before.
 
 One whole object above :data:`STAGE_ABOVE` (64 MiB) goes through a staging file on
-the clients that can (sent from it, or landed in it as it arrives), and a multipart
+the clients that can (sent from it, or landed in it as it arrives; a ranged read above
+it too where the caller asks, :meth:`Session.get_staged_windows`), and a multipart
 upload above it sends its parts as views of one (:meth:`Session.put_parts`), so memory
 holds what is in flight, not the object. A :class:`StepProgress` is told of each window
 once it has closed, never while one is open.
@@ -93,6 +94,14 @@ def windows(sizes: Sequence[int], budget: int = WINDOW_BUDGET) -> list[range]:
     if start < len(sizes):
         runs.append(range(start, len(sizes)))
     return runs
+
+
+def _fill_staged(bodies: Sequence[bytes], staged: Sequence[Staging | None]) -> None:
+    """The bytes a client returned in its own buffer for a read it was given a staging
+    file for, written into that file (a function: no name of this frame outlives it)."""
+    for body, staging in zip(bodies, staged, strict=True):
+        if staging is not None and body:
+            staging.write(0, body)
 
 
 #: the outcome a step keeps of a request that made one request of its own kind
@@ -377,35 +386,41 @@ class Session:
             while bodies:
                 yield bodies.pop()
 
-    def get_staged_windows(self, reads: Sequence[Read]) -> Iterator[list[bytes | Staging]]:
+    def get_staged_windows(
+        self, reads: Sequence[Read], *, ranges: bool = False
+    ) -> Iterator[list[bytes | Staging]]:
         """:meth:`get_windows`, but a whole object larger than :attr:`stage_above`, on a
         client that lands a read in a file (``lands_in_file``: the local disk, S3), lands
         in a :class:`~storeprobe.staging.Staging` file written as its bytes arrive (one
         GET as in memory; the file is zeroed and fsynced before its window, as a probe's
-        staged download). The caller reads it and closes it. As with
-        :meth:`get_windows`, the list handed out is emptied before the next window runs."""
+        staged download). ``ranges``: a ranged read larger than :attr:`stage_above` too
+        (a pack's range, a run of copied blocks), on the client that reads ranges; its
+        file holds the range's bytes from offset 0. The caller reads it and closes it.
+        As with :meth:`get_windows`, the list handed out is emptied before the next
+        window runs."""
         sizes = self._sizes(reads)
-        lands = self.target.backend.capabilities.lands_in_file
+        whole_lands = self.target.backend.capabilities.lands_in_file
+        range_lands = ranges and self.reader.capabilities.lands_in_file
+
+        def staged_one(read: Read, size: int) -> Staging | None:
+            lands = whole_lands if read.start is None else range_lands
+            return Staging.blank(size) if lands and size > self.stage_above else None
+
         for run in windows(sizes, self.budget):
             some = [reads[i] for i in run]
-            staged: list[Staging | None] = [
-                Staging.blank(sizes[i])
-                if lands and sizes[i] > self.stage_above and reads[i].start is None
-                else None
-                for i in run
-            ]
+            staged: list[Staging | None] = [staged_one(reads[i], sizes[i]) for i in run]
             try:
-                bodies: list[bytes | Staging] = (
-                    list(self._get(some, landings=staged)) if any(staged) else list(self._get(some))
-                )
+                got = self._get(some, landings=staged) if any(staged) else self._get(some)
+                _fill_staged(got, staged)
             except BaseException:
                 for staging in staged:
                     if staging is not None:
                         staging.close()
                 raise
-            if any(staged):
-                bodies = [b if s is None else s for b, s in zip(bodies, staged, strict=True)]
-            del staged
+            bodies: list[bytes | Staging] = [
+                b if s is None else s for b, s in zip(got, staged, strict=True)
+            ]
+            del got, staged
             yield bodies
             # the caller's loop variable still names this list while the next window is
             # read: emptied, it holds none of this window's bytes
