@@ -535,6 +535,28 @@ def _restore_batch(
         [Read(key=key) for path in paths for key in chains[path]],
         [(diff, None) for path in paths for diff in diffs[path]],
     )
+    whole = _land_whole(session, scratch, paths, bases, chains)
+    ranged = _land_ranged(session, scratch, diffs, [p for p in paths if p not in whole], bases)
+    for path in paths:
+        for diff in diffs[path][1:] if path in ranged else diffs[path]:
+            patched = _beside(scratch[path], ".next")
+            _patch_file(scratch[path], diff, patched)
+            os.replace(patched, scratch[path])
+        for diff in diffs[path]:
+            diff.unlink()
+        os.replace(scratch[path], directory / path)
+
+
+def _land_whole(
+    session: Session,
+    scratch: dict[str, Path],
+    paths: list[str],
+    bases: dict[str, tuple[str, bool]],
+    chains: dict[str, list[str]],
+) -> set[str]:
+    """Read the files restored from a whole base (a snapshot, or a mirror file with no
+    delta above it) into their scratch files, a snapshot.gz unzipped :data:`_PIECE` at a
+    time; the paths read."""
     whole = [path for path in paths if bases[path][1] or not chains[path]]
     landed = {
         path: _beside(scratch[path], ".gz") if bases[path][1] else scratch[path] for path in whole
@@ -545,9 +567,19 @@ def _restore_batch(
             with gzip.open(landed[path], "rb") as source, open(scratch[path], "wb") as out:
                 shutil.copyfileobj(source, out, _PIECE)
             landed[path].unlink()
-    # a mirror file under a delta: the patch reads only the ranges the delta copies, laid
-    # at their offsets in a sparse file (the rest of the basis is never read)
-    ranged = [path for path in paths if path not in set(whole)]
+    return set(whole)
+
+
+def _land_ranged(
+    session: Session,
+    scratch: dict[str, Path],
+    diffs: dict[str, list[Path]],
+    ranged: list[str],
+    bases: dict[str, tuple[str, bool]],
+) -> set[str]:
+    """Patch each mirror file under a delta from the ranges the delta copies, read into a
+    sparse basis file at their offsets (the rest of the basis is never read), into its
+    scratch file; the paths patched."""
     spans: dict[str, list[tuple[int, int]]] = {}
     for path in ranged:
         with gzip.open(diffs[path][0], "rb") as stream:
@@ -567,14 +599,7 @@ def _restore_batch(
         basis = _beside(scratch[path], ".basis")
         _patch_file(basis, diffs[path][0], scratch[path])
         basis.unlink()
-    for path in paths:
-        for diff in diffs[path][1:] if path in spans else diffs[path]:
-            patched = _beside(scratch[path], ".next")
-            _patch_file(scratch[path], diff, patched)
-            os.replace(patched, scratch[path])
-        for diff in diffs[path]:
-            diff.unlink()
-        os.replace(scratch[path], directory / path)
+    return set(ranged)
 
 
 def _land(
