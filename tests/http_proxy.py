@@ -68,6 +68,21 @@ async def _pump_body(
     return True
 
 
+async def _forward_request_body(
+    headers: dict[str, str], client_r: asyncio.StreamReader, up_w: asyncio.StreamWriter
+) -> bool:
+    """Forward a request's body upstream; when the client's side ends before the body
+    does (the client gave the request up), close the upstream connection too, as the
+    client's own close would have reached a server it talked to directly: else the
+    server waits for the rest of the body, the proxy for the server's answer, and the
+    connection hangs until the proxy stops."""
+    try:
+        return await _pump_body(headers, client_r, up_w)
+    except (ConnectionError, asyncio.IncompleteReadError):
+        up_w.close()
+        raise
+
+
 class _Sink:
     """A writer that drops what it is given (the body of a request answered here)."""
 
@@ -209,7 +224,9 @@ class CountingProxy:
         try:
             up_w.write(head)
             await up_w.drain()
-            request_body = asyncio.ensure_future(_pump_body(_headers(head), client_r, up_w))
+            request_body = asyncio.ensure_future(
+                _forward_request_body(_headers(head), client_r, up_w)
+            )
             while True:
                 response_head = await _read_head(up_r)
                 if response_head is None:
