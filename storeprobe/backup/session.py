@@ -45,7 +45,6 @@ from attrs import define, field, frozen
 from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
-from storeprobe import heap
 from storeprobe.backends import AsyncBackend, Capabilities, Landing, SyncBackend
 from storeprobe.backends.attempts import Attempts, between, summed
 from storeprobe.backup.objects import Blob, BlobPayloads, Read
@@ -291,8 +290,6 @@ class Session:
             for staging in stagings:
                 staging.close()
         self._record(run, between(before, backend.attempts_seen()))
-        del bodies  # freed before the trim, as the caller frees the window's bytes before the next
-        heap.release(sum(o.sent + o.received for o in run.outcomes))
         return run
 
     def _record(self, run: Run, attempts: Attempts | None) -> None:
