@@ -4,6 +4,7 @@ naming what remains, with why."""
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import threading
@@ -11,6 +12,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import attrs
 import fsspec
@@ -23,6 +25,7 @@ from storeprobe.errors import TargetNotFoundError
 from storeprobe.execution import (
     HOLD,
     Leftover,
+    _drive,
     bounded,
     cleanup_notice,
     clear_prefix,
@@ -384,3 +387,86 @@ def test_bounded_gives_up_on_a_step_that_never_answers() -> None:
     finally:
         release.set()  # the abandoned step ends
     assert time.monotonic() - started < 5.0
+
+
+# --- an interruption while a window is handed to the client's loop ---------------------
+@pytest.fixture
+def client_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    yield loop
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+    loop.close()
+
+
+def _interrupt_on_hand_over(loop: asyncio.AbstractEventLoop, after: threading.Event | None) -> None:
+    """Make the next hand-over to ``loop`` raise KeyboardInterrupt in the calling thread,
+    as a Ctrl-C does when it lands there: once ``after`` is set (the loop already runs
+    the coroutine), or before anything was handed over (None)."""
+    original = loop.call_soon_threadsafe
+
+    def interrupted(callback: Any, *args: Any, **kwargs: Any) -> Any:
+        loop.call_soon_threadsafe = original  # type: ignore[method-assign]
+        if after is None:
+            raise KeyboardInterrupt
+        original(callback, *args, **kwargs)
+        assert after.wait(10)
+        raise KeyboardInterrupt
+
+    loop.call_soon_threadsafe = interrupted  # type: ignore[method-assign,assignment]
+
+
+def test_an_interrupt_while_a_window_is_handed_over_calls_it_off(
+    client_loop: asyncio.AbstractEventLoop,
+) -> None:
+    """The loop ran the window before the hand-over returned (a busy machine), and Ctrl-C
+    landed then: the window is called off before the interruption goes on to cleanup
+    (it went on writing beside cleanup's deletes before)."""
+    began = threading.Event()
+    events: list[str] = []
+
+    async def window() -> None:
+        began.set()
+        try:
+            await asyncio.sleep(30)  # a request that has no answer yet
+        except asyncio.CancelledError:
+            events.append("called off")
+            raise
+
+    _interrupt_on_hand_over(client_loop, began)
+    with pytest.raises(KeyboardInterrupt):
+        _drive(client_loop, window())
+    assert events == ["called off"]  # before _drive gave the interruption back
+
+
+def test_an_interrupt_before_the_hand_over_starts_nothing(
+    client_loop: asyncio.AbstractEventLoop, recwarn: pytest.WarningsRecorder
+) -> None:
+    events: list[str] = []
+
+    async def window() -> None:
+        events.append("started")
+
+    _interrupt_on_hand_over(client_loop, None)
+    with pytest.raises(KeyboardInterrupt):
+        _drive(client_loop, window())
+    time.sleep(0.05)  # the loop runs what it was handed, if anything
+    assert events == []
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]
+
+
+def test_a_window_driven_to_its_end_gives_its_result_or_its_error(
+    client_loop: asyncio.AbstractEventLoop,
+) -> None:
+    async def value() -> int:
+        await asyncio.sleep(0)
+        return 7
+
+    async def failing() -> None:
+        raise OSError("refused")
+
+    assert _drive(client_loop, value()) == 7
+    with pytest.raises(OSError, match="refused"):
+        _drive(client_loop, failing())
