@@ -354,6 +354,7 @@ def _check_url(url: str) -> None:
     """Refuse what fsspec or urllib would trip over later: an unclosed IPv6 bracket, a
     chained URL (``::``), a port that is not a number from 1 to 65535."""
     scheme, separator, rest = url.partition("://")
+    _check_no_userinfo(url, scheme, rest)
     authority = rest.rpartition("@")[2].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
     host, port = authority, ""
     if separator and authority.startswith("["):
@@ -378,6 +379,25 @@ def _check_url(url: str) -> None:
             f"(e.g. {scheme}://{host or 'host'}:{_example_port(scheme)}/...), or leave "
             "':PORT' out for the default"
         )
+
+
+#: protocols whose URL names a bucket, never a user: ``user:password@`` there is a
+#: credential typed into the wrong place (``abfs://container@account`` is Azure's form)
+_BUCKET_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs"})
+
+
+def _check_no_userinfo(url: str, scheme: str, rest: str) -> None:
+    """Refuse ``s3://user:password@host/bucket`` and its kin without showing what stood
+    before the ``@``: fsspec would take it for a bucket name and pass it on to the
+    client's errors, password included."""
+    if scheme.lower() not in _BUCKET_PROTOCOLS or "@" not in rest.split("/", 1)[0]:
+        return
+    raise ConfigurationError(
+        f"{redact_url(url)!r} has a user or password before '@' (not shown): {scheme}:// "
+        "names a bucket, not a user or host; give the credentials as options (key=, "
+        "secret=, token=) or in the environment, and a server as the endpoint_url option "
+        f"(e.g. {scheme.lower()}://bucket/dir with endpoint_url=http://127.0.0.1:9000)"
+    )
 
 
 def _example_port(scheme: str) -> int:

@@ -157,3 +157,46 @@ def test_cli_output_and_files_never_carry_secrets(s3_server: Server, tmp_path: P
     assert (ok.returncode, bad.returncode, report.returncode) == (0, 1, 0)
     text = ok.stdout + ok.stderr + bad.stdout + bad.stderr + report.stdout + out.read_text()
     _assert_clean(text, [S3_SECRET, "SENTINEL"])
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "s3://user:SENTINEL-url-9@127.0.0.1:9000/bench",
+        "s3a://SENTINEL-url-9@bench/dir",
+        "gs://user:SENTINEL-url-9@bench",
+        "GCS://SENTINEL-url-9:x@bench/dir?y=1",
+    ],
+)
+def test_a_credential_in_a_bucket_url_is_refused_unseen(url: str) -> None:
+    """A bucket URL names no user: ``user:password@`` is refused at construction, and
+    nothing before the ``@`` is shown (fsspec took it for the bucket and botocore's error
+    quoted it)."""
+    from storeprobe import ConfigurationError, Target
+
+    with pytest.raises(ConfigurationError, match="user or password before '@'") as info:
+        Target.from_url(url)
+    assert "SENTINEL" not in str(info.value) + repr(info.value)
+    assert info.value.__cause__ is None
+    assert "endpoint_url" in str(info.value)
+
+
+@pytest.mark.parametrize("url", ["s3://bench/key@2026", "memory://user@bench/x"])
+def test_an_at_sign_elsewhere_is_no_credential(url: str) -> None:
+    """A key may hold ``@``, and protocols other than buckets keep their user part."""
+    from storeprobe import Target
+
+    assert Target.from_url(url, {"anon": True} if url.startswith("s3") else {}).root
+
+
+def test_the_cli_refuses_a_credential_in_a_bucket_url_unseen(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "storeprobe", "run", "s3://key:SENTINEL-cli-10@127.0.0.1:9/b"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "user or password before '@'" in done.stderr
+    assert "SENTINEL" not in done.stdout + done.stderr
