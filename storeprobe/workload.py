@@ -14,13 +14,18 @@ A payload is generated from ``(seed, index)`` with numpy's SFC64 generator, one
 - reproducible: the same workload regenerates the same bytes, so a download is
   verified without keeping a copy,
 - generated in pieces, so an object larger than memory can be produced part by part.
+
+A workload is the simplest dataset: it follows :class:`storeprobe.payload.Payloads`, the
+protocol a tree and an image follow too (items with a size and reproducible bytes; here
+the items are object indexes of one version), and its payload, check and stream come
+from the same functions (:func:`~storeprobe.payload.payload`,
+:func:`~storeprobe.payload.mismatch`, :func:`~storeprobe.payload.fill_stream`).
 """
 
 from __future__ import annotations
 
-import io
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -28,19 +33,16 @@ import numpy as np
 from attrs import field, frozen
 
 from storeprobe.errors import ConfigurationError
+from storeprobe.payload import fill_stream, mismatch, payload
 from storeprobe.sizes import MAX_COUNT, MAX_SIZE, Int64Array, Sizes
 from storeprobe.units import KiB, MiB, format_size, parse_size
 
 __all__ = [
-    "GENERATION_BLOCK",
     "MAX_COUNT",
     "MAX_SIZE",
     "Workload",
-    "first_mismatch",
 ]
 
-#: Size of one independently seeded generation block, in bytes.
-GENERATION_BLOCK = 1 * MiB
 _DOMAIN = 0x5707E9B0  # separates storeprobe payload streams from other uses of the seed
 _SIZES_DOMAIN = 0x5175E5  # the stream drawn sizes come from, apart from payload bytes
 _SPEC = re.compile(r"(?P<count>[0-9]+)x(?P<size>\S+)")
@@ -245,18 +247,7 @@ class Workload:
         size = self.size_of(index)
         if start < 0 or stop > size:
             raise ConfigurationError(f"byte range [{start}, {stop}) outside object of {size} bytes")
-        target = np.frombuffer(view, dtype=np.uint8)
-        position = start
-        while position < stop:
-            block, offset = divmod(position, GENERATION_BLOCK)
-            take = min(GENERATION_BLOCK - offset, stop - position)
-            words = -(-(offset + take) // 8)
-            generator = np.random.SFC64(
-                np.random.SeedSequence([_DOMAIN, self.seed or 0, index, block])
-            )
-            raw = generator.random_raw(words).view(np.uint8)
-            target[position - start : position - start + take] = raw[offset : offset + take]
-            position += take
+        fill_stream([_DOMAIN, self.seed or 0, index], start, np.frombuffer(view, dtype=np.uint8))
 
     def payload(self, index: int, start: int = 0, stop: int | None = None) -> bytearray:
         """Bytes ``[start, stop)`` of object ``index`` (default: the whole object)."""
@@ -271,10 +262,7 @@ class Workload:
         Generated in place (no second copy is ever alive), for clients that take ``bytes``
         without copying them (obstore, asyncssh, fsspec's memory filesystem).
         """
-        return filled_buffer(
-            max((self.size_of(index) if stop is None else stop) - start, 0),
-            lambda view: self.fill(index, start, view),
-        ).getvalue()
+        return payload(self, index, start, stop)
 
     def pieces(self, index: int, piece_size: int) -> Iterator[tuple[int, bytearray]]:
         """Yield ``(offset, bytes)`` pieces of object ``index``, each at most ``piece_size``."""
@@ -293,9 +281,7 @@ class Workload:
         ``index``. Bytes past the end of the object differ at its size. A whole-object
         check must also compare lengths (``len(data) == size_of(index)``).
         """
-        return first_mismatch(
-            data, self.size_of(index), start, lambda a, b: self.payload(index, a, b)
-        )
+        return mismatch(self, index, data, start)
 
     # -- serialisation --------------------------------------------------------------
 
@@ -349,43 +335,3 @@ class Workload:
                 "that draws sizes differently"
             )
         return workload
-
-
-def first_mismatch(
-    data: bytes | bytearray | memoryview,
-    size: int,
-    start: int,
-    expected: Callable[[int, int], bytes | bytearray],
-) -> int | None:
-    """Offset of the first byte where ``data`` differs from what ``expected(a, b)``
-    regenerates for bytes ``[a, b)`` of an object of ``size`` bytes, ``data`` standing at
-    ``start``; bytes past the end differ at ``size``. Compared 4 MiB at a time, so no
-    copy of the whole object is made."""
-    view = memoryview(data).cast("B")
-    limit = max(min(len(view), size - start), 0)
-    step = 4 * GENERATION_BLOCK
-    for offset in range(0, limit, step):
-        take = min(step, limit - offset)
-        got = np.frombuffer(view[offset : offset + take], dtype=np.uint8)
-        want = np.frombuffer(expected(start + offset, start + offset + take), dtype=np.uint8)
-        if not np.array_equal(got, want):
-            return start + offset + int(np.argmax(got != want))
-    if start + len(view) > size:
-        return size
-    return None
-
-
-def filled_buffer(size: int, fill: Callable[[memoryview], None]) -> io.BytesIO:
-    """A BytesIO of ``size`` bytes written in place by ``fill`` (no zeroed copy first).
-
-    ``io.BytesIO(bytes(size))`` would copy its initial bytes on the first ``getbuffer``,
-    so two objects' worth of memory would be alive at once; growing an empty BytesIO to
-    ``size`` allocates once, and ``getvalue()`` then hands that same buffer out as bytes.
-    """
-    buffer = io.BytesIO()
-    if size:
-        buffer.seek(size - 1)
-        buffer.write(b"\0")
-        with buffer.getbuffer() as view:
-            fill(view)
-    return buffer

@@ -28,8 +28,8 @@ from storeprobe.dataset import (
 )
 from storeprobe.delta import delta, measure_delta, patch, signature
 from storeprobe.errors import ConfigurationError
+from storeprobe.payload import GENERATION_BLOCK
 from storeprobe.units import KiB, MiB
-from storeprobe.workload import GENERATION_BLOCK
 
 
 def _rng(seed: int = 0) -> np.random.Generator:

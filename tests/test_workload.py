@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storeprobe import ConfigurationError, Sizes, Workload
+from storeprobe.payload import GENERATION_BLOCK
 from storeprobe.units import KiB, MiB
-from storeprobe.workload import GENERATION_BLOCK
 
 
 def test_seed_workloads() -> None:

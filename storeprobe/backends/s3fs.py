@@ -45,11 +45,11 @@ from storeprobe.backends.base import (
 from storeprobe.backends.bulk_delete import KeysNotDeletedError
 from storeprobe.backends.registry import ClientSpec, no_listings_cache
 from storeprobe.errors import TargetNotFoundError, TargetPermissionError
+from storeprobe.payload import filled_buffer
 from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request, StagedFile
 from storeprobe.staging import Staging
 from storeprobe.transfer import Clock
 from storeprobe.units import GiB, MiB
-from storeprobe.workload import filled_buffer
 
 __all__ = ["DELETE_OBJECTS_KEYS", "SPEC", "S3Backend", "refuses_conditional_write"]
 

@@ -14,9 +14,9 @@ import numpy.typing as npt
 from attrs import field, frozen
 
 from storeprobe.errors import ConfigurationError
-from storeprobe.sizes import _int
+from storeprobe.payload import GENERATION_BLOCK, Payloads, pieces
+from storeprobe.sizes import MAX_SIZE, _int
 from storeprobe.units import KiB, MiB
-from storeprobe.workload import GENERATION_BLOCK, MAX_SIZE, filled_buffer, first_mismatch
 
 IMAGE_PATH = "disk.img"
 _TREE_DOMAIN = 0xDA7A5E71  # tree file content; workload payloads use another constant
@@ -113,41 +113,12 @@ def _path_key(path: str) -> int:
     return int.from_bytes(hashlib.blake2b(path.encode("utf-8"), digest_size=8).digest(), "little")
 
 
-def _fill_stream(entropy: list[int], start: int, target: npt.NDArray[np.uint8]) -> None:
-    """Bytes ``[start, start + len(target))`` of the stream seeded by ``entropy``.
-
-    The stream is a sequence of 1 MiB blocks, block ``b`` drawn from SFC64 seeded by
-    ``entropy + [b]`` (as :meth:`storeprobe.workload.Workload.fill` does).
-    """
-    stop = start + len(target)
-    position = start
-    while position < stop:
-        block, offset = divmod(position, GENERATION_BLOCK)
-        take = min(GENERATION_BLOCK - offset, stop - position)
-        words = -(-(offset + take) // 8)
-        generator = np.random.SFC64(np.random.SeedSequence([*entropy, block]))
-        raw = generator.random_raw(words).view(np.uint8)
-        target[position - start : position - start + take] = raw[offset : offset + take]
-        position += take
-
-
 def _target(out: memoryview | bytearray, start: int, size: int) -> npt.NDArray[np.uint8]:
     view = memoryview(out).cast("B")
     stop = start + len(view)
     if start < 0 or stop > size:
         raise ConfigurationError(f"byte range [{start}, {stop}) outside a file of {size:,} bytes")
     return np.frombuffer(view, dtype=np.uint8)
-
-
-def _mismatch(dataset: Dataset, file: File, data: Buffer, offset: int) -> int | None:
-    return first_mismatch(data, file.size, offset, lambda a, b: dataset.payload(file, a, b))
-
-
-def _payload(dataset: Dataset, file: File, start: int, stop: int | None) -> bytes:
-    stop = file.size if stop is None else stop
-    return filled_buffer(
-        max(stop - start, 0), lambda view: dataset.fill(file, start, view)
-    ).getvalue()
 
 
 # -- files, changes, the protocol -----------------------------------------------------
@@ -254,8 +225,9 @@ class Changes:
 
 
 @runtime_checkable
-class Dataset(Protocol):
-    """What a backup probe needs of a dataset version: its files and their bytes."""
+class Dataset(Payloads[File], Protocol):
+    """What a backup probe needs of a dataset version: its files and their bytes (a
+    :class:`~storeprobe.payload.Payloads` whose items are its files)."""
 
     @property
     def files(self) -> tuple[File, ...]:
@@ -275,6 +247,10 @@ class Dataset(Protocol):
     @property
     def total_bytes(self) -> int:
         """Bytes in all files."""
+        ...
+
+    def size_of(self, file: File) -> int:
+        """``file``'s size in bytes."""
         ...
 
     def fill(self, file: File, start: int, out: memoryview | bytearray) -> None:
@@ -304,12 +280,7 @@ def content(
     asking for the next (:func:`storeprobe.delta.signature`, ``delta``, ``measure_delta``,
     a hash's ``update``, a file's ``write``) take it as it is; copy a piece to keep it.
     """
-    piece_size = _int("piece_size", piece_size, 1, 1 << 30)
-    buffer = memoryview(bytearray(min(piece_size, max(file.size, 1))))
-    for start in range(0, file.size, piece_size):
-        view = buffer[: min(piece_size, file.size - start)]
-        dataset.fill(file, start, view)
-        yield view
+    return pieces(dataset, file, _int("piece_size", piece_size, 1, 1 << 30))
 
 
 def _approximate(nbytes: int) -> str:

@@ -22,14 +22,14 @@ from storeprobe.dataset._common import (
     _approximate,
     _evolve_rng,
     _expect_kind,
-    _fill_stream,
-    _mismatch,
-    _payload,
     _target,
     _valid_seed,
     _valid_version,
 )
 from storeprobe.errors import ConfigurationError
+from storeprobe.payload import fill_stream
+from storeprobe.payload import mismatch as mismatch_of
+from storeprobe.payload import payload as payload_of
 from storeprobe.sizes import Int64Array, _int
 from storeprobe.units import format_size, parse_size
 from storeprobe.workload import MAX_SIZE
@@ -131,6 +131,10 @@ class Image:
 
     # -- content --------------------------------------------------------------------
 
+    def size_of(self, file: File) -> int:
+        """``file``'s size in bytes (:class:`~storeprobe.payload.Payloads`)."""
+        return file.size
+
     def fill(self, file: File, start: int, out: memoryview | bytearray) -> None:
         """Write bytes ``[start, start + len(out))`` of the image into ``out``.
 
@@ -148,16 +152,16 @@ class Image:
             block, offset = divmod(position, self.block_size)
             take = min(self.block_size - offset, stop - position)
             entropy = [_IMAGE_DOMAIN, self.seed, block, int(self.generations[block])]
-            _fill_stream(entropy, offset, target[position - start : position - start + take])
+            fill_stream(entropy, offset, target[position - start : position - start + take])
             position += take
 
     def payload(self, file: File, start: int = 0, stop: int | None = None) -> bytes:
         """Bytes ``[start, stop)`` of the image (default: all of it)."""
-        return _payload(self, file, start, stop)
+        return payload_of(self, file, start, stop)
 
     def mismatch(self, file: File, data: Buffer, offset: int = 0) -> int | None:
         """Offset of the first byte where ``data`` (at ``offset``) differs, or None."""
-        return _mismatch(self, file, data, offset)
+        return mismatch_of(self, file, data, offset)
 
     # -- versions -------------------------------------------------------------------
 

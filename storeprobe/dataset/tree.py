@@ -25,11 +25,8 @@ from storeprobe.dataset._common import (
     _approximate,
     _evolve_rng,
     _expect_kind,
-    _fill_stream,
     _fraction_or_count,
-    _mismatch,
     _path_key,
-    _payload,
     _target,
     _valid_name,
     _valid_seed,
@@ -38,6 +35,9 @@ from storeprobe.dataset._common import (
 from storeprobe.dataset.layout import SOURCE_TREE, _layout
 from storeprobe.dataset.regions import Region, rewritten_regions, span, union
 from storeprobe.errors import ConfigurationError
+from storeprobe.payload import fill_stream
+from storeprobe.payload import mismatch as mismatch_of
+from storeprobe.payload import payload as payload_of
 from storeprobe.sizes import MAX_COUNT, Int64Array, Sizes, _int, _size
 from storeprobe.units import MiB
 
@@ -287,6 +287,10 @@ class Tree:
 
     # -- content --------------------------------------------------------------------
 
+    def size_of(self, file: File) -> int:
+        """``file``'s size in bytes (:class:`~storeprobe.payload.Payloads`)."""
+        return file.size
+
     def fill(self, file: File, start: int, out: memoryview | bytearray) -> None:
         """Write bytes ``[start, start + len(out))`` of ``file`` into ``out``.
 
@@ -298,14 +302,14 @@ class Tree:
         """
         target = _target(out, start, file.size)
         key = _path_key(file.path)
-        _fill_stream([_TREE_DOMAIN, self.seed, key, file.origin], start, target)
+        fill_stream([_TREE_DOMAIN, self.seed, key, file.origin], start, target)
         stop = start + len(target)
         for generation in file.writes[1:]:
             for low, high in rewritten_regions(self.seed, key, generation, file.size):
                 low, high = max(low, start), min(high, stop)
                 if low < high:
                     entropy = [_TREE_DOMAIN, self.seed, key, generation]
-                    _fill_stream(entropy, low, target[low - start : high - start])
+                    fill_stream(entropy, low, target[low - start : high - start])
 
     def regions(self, file: File) -> tuple[Region, ...]:
         """The byte ranges ``[start, stop)`` the last write of ``file`` rewrote in place
@@ -339,7 +343,7 @@ class Tree:
 
     def payload(self, file: File, start: int = 0, stop: int | None = None) -> bytes:
         """Bytes ``[start, stop)`` of ``file`` (default: the whole file)."""
-        return _payload(self, file, start, stop)
+        return payload_of(self, file, start, stop)
 
     def mismatch(self, file: File, data: Buffer, offset: int = 0) -> int | None:
         """Offset in the file of the first byte where ``data`` differs, or None.
@@ -348,7 +352,7 @@ class Tree:
         bytes past its end differ at ``file.size``. A whole-file check must also compare
         lengths.
         """
-        return _mismatch(self, file, data, offset)
+        return mismatch_of(self, file, data, offset)
 
     # -- versions -------------------------------------------------------------------
 
