@@ -274,46 +274,12 @@ def html_report(
     check_unit(unit)
     heading = html.escape(title or "storeprobe report")
     targets = ", ".join(dict.fromkeys(target_label(r) for r in rows))
-    steps = [r for r in rows if r.step is not None]
-    probes = [r for r in rows if r.step is None]
-    tables: list[Table] = []
-    if steps:
-        tables += backup_tables(steps)
-    if probes:
-        tables += comparison_tables(probes, by=by, unit=unit, crown=crown, tie=tie)
-    legends = list(dict.fromkeys(table.legend for table in tables if table.legend))
-    bare = [attrs.evolve(table, legend="") for table in tables]
-    legend_html = "".join(f'<p class="legend">{html.escape(text)}</p>' for text in legends)
-    charts: list[str] = []
-    try:
-        if any(r.samples for r in probes):
-            chart_by: Literal["streams", "environment"] = (
-                "environment" if by == "environment" and _several_machines(probes) else "streams"
-            )
-            charts.append(_svg(plot_probes(probes, unit=unit, by=chart_by)))
-        if any(r.samples for r in steps):
-            charts.append(_svg(plot_backup(rows)))
-    except ImportError:
-        charts = ["<p>Charts need matplotlib: pip install 'storeprobe[plot]'.</p>"]
-    chart_html = "\n".join(f'<div class="chart">{chart}</div>' for chart in charts)
     sections = [
         f"<h1>{heading}</h1>",
         f"<p>{len(rows)} results from {html.escape(targets)}.</p>",
-        '<section id="comparison">',
-        "<h2>Comparison</h2>",
-        render_tables(bare, "html"),
-        legend_html,
-        "</section>",
-        '<section id="charts">',
-        "<h2>Charts</h2>",
-        chart_html or "<p>No successful repeat to chart.</p>",
-        "</section>",
-        '<section id="results">',
-        "<h2>Every result, its errors and warnings</h2>",
-        render_tables([results_table(rows, unit)], "html"),
-        render_tables([latency_table(probes)], "html") if probes else "",
-        _folded_notices(rows, cli),
-        "</section>",
+        _comparison_section(rows, by=by, unit=unit, crown=crown, tie=tie),
+        _charts_section(rows, by=by, unit=unit),
+        _results_section(rows, unit=unit, cli=cli),
         '<section id="environments">',
         "<h2>Environments</h2>",
         _environments(rows),
@@ -326,7 +292,78 @@ def html_report(
             "<h2>Reproduce</h2>",
             f'<pre class="command"><code>{html.escape(command)}</code></pre>',
         ]
-    body = "\n".join(sections)
+    return _document(heading, "\n".join(sections))
+
+
+def _comparison_section(rows: Sequence[Result], *, by: str, unit: str, crown: str, tie: str) -> str:
+    """The comparison tables (backup steps', then probes'), their legends said once under
+    them all."""
+    steps = [r for r in rows if r.step is not None]
+    probes = [r for r in rows if r.step is None]
+    tables: list[Table] = []
+    if steps:
+        tables += backup_tables(steps)
+    if probes:
+        tables += comparison_tables(probes, by=by, unit=unit, crown=crown, tie=tie)
+    legends = list(dict.fromkeys(table.legend for table in tables if table.legend))
+    bare = [attrs.evolve(table, legend="") for table in tables]
+    legend_html = "".join(f'<p class="legend">{html.escape(text)}</p>' for text in legends)
+    return "\n".join(
+        [
+            '<section id="comparison">',
+            "<h2>Comparison</h2>",
+            render_tables(bare, "html"),
+            legend_html,
+            "</section>",
+        ]
+    )
+
+
+def _charts_section(rows: Sequence[Result], *, by: str, unit: str) -> str:
+    """The probes' chart (bars by environment when the report is laid out by environment
+    over several machines, else by streams) and the backup steps' chart, as inline SVG; a
+    note instead without matplotlib, or without a successful repeat."""
+    steps = [r for r in rows if r.step is not None]
+    probes = [r for r in rows if r.step is None]
+    charts: list[str] = []
+    try:
+        if any(r.samples for r in probes):
+            chart_by: Literal["streams", "environment"] = (
+                "environment" if by == "environment" and _several_machines(probes) else "streams"
+            )
+            charts.append(_svg(plot_probes(probes, unit=unit, by=chart_by)))
+        if any(r.samples for r in steps):
+            charts.append(_svg(plot_backup(rows)))
+    except ImportError:
+        charts = ["<p>Charts need matplotlib: pip install 'storeprobe[plot]'.</p>"]
+    chart_html = "\n".join(f'<div class="chart">{chart}</div>' for chart in charts)
+    return "\n".join(
+        [
+            '<section id="charts">',
+            "<h2>Charts</h2>",
+            chart_html or "<p>No successful repeat to chart.</p>",
+            "</section>",
+        ]
+    )
+
+
+def _results_section(rows: Sequence[Result], *, unit: str, cli: bool) -> str:
+    """One row per result, the probes' latencies, and each result's errors and warnings."""
+    probes = [r for r in rows if r.step is None]
+    return "\n".join(
+        [
+            '<section id="results">',
+            "<h2>Every result, its errors and warnings</h2>",
+            render_tables([results_table(rows, unit)], "html"),
+            render_tables([latency_table(probes)], "html") if probes else "",
+            _folded_notices(rows, cli),
+            "</section>",
+        ]
+    )
+
+
+def _document(heading: str, body: str) -> str:
+    """The HTML page around ``body``, titled ``heading`` (HTML already), with the style."""
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -16,7 +16,7 @@ panel has its own unit, chosen as tables choose it (:func:`storeprobe.render.res
 so axes never need an offset or powers of ten. Colours are the Okabe–Ito palette, which
 readers with colour-blindness can tell apart.
 
-Why one module (~550 lines): one concept (charts of Results): the four charts share the
+Why one module (~570 lines): one concept (charts of Results): the four charts share the
 bar, whisker, unit and palette helpers, which would otherwise be imported back and forth.
 """
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from storeprobe.errors import ConfigurationError, MissingDependencyError
@@ -302,21 +302,7 @@ def plot_probes(
     if by not in ("streams", "environment"):
         raise ConfigurationError(f"by must be 'streams' or 'environment', not {by!r}")
     measured = _measured(results)
-    environment = environment_names(measured)
-    several_envs = len({environment(r) for r in measured}) > 1
-    several_streams = len({r.streams for r in measured}) > 1
-
-    def series_of(result: Result) -> str:
-        streams = _plural(result.streams, "stream")
-        if by == "streams":
-            return f"{streams}, {environment(result)}" if several_envs else streams
-        return f"{environment(result)}, {streams}" if several_streams else environment(result)
-
-    order = sorted(
-        measured,
-        key=lambda r: (r.streams, environment(r)) if by == "streams" else (environment(r),),
-    )
-    series = list(dict.fromkeys(series_of(r) for r in order))
+    series_of, series = _probe_series(measured, by)
     colours = {name: _colour(index) for index, name in enumerate(series)}
     probes = list(dict.fromkeys(r.probe for r in measured))
     horizontal = max(len(target_label(r)) for r in measured) > LONG_LABEL
@@ -331,27 +317,55 @@ def plot_probes(
         members = [r for r in measured if r.probe == probe]
         concrete = _panel_unit(members, unit)
         targets = list(dict.fromkeys(target_label(r) for r in members))
-        bars: dict[tuple[str, str], _Bar] = {}
-        for target in targets:
-            for name in series:
-                repeats = [
-                    _in_unit(rate, concrete)
-                    for r in members
-                    if target_label(r) == target and series_of(r) == name
-                    for rate in _repeat_rates(r)
-                ]
-                best = [
-                    _headline(r, concrete)
-                    for r in members
-                    if target_label(r) == target and series_of(r) == name
-                ]
-                if repeats:
-                    bars[(target, name)] = _Bar(max(best), repeats)
+        bars = _probe_bars(members, targets, series, series_of, concrete)
         _grouped_bars(ax, targets, series, bars, colours, unit=concrete, horizontal=horizontal)
         ax.set_title(probe, fontsize=10)
     _legend(figure, axes, "streams" if by == "streams" else "environment")
     _suptitle(figure, "throughput, best repeat", measured)
     return figure
+
+
+def _probe_series(
+    measured: Sequence[Result], by: Literal["streams", "environment"]
+) -> tuple[Callable[[Result], str], list[str]]:
+    """What a result's bar is called in :func:`plot_probes` (its stream count or its
+    environment first, the other added where it varies), and every such name in the
+    order of the bars: by streams then environment, or by environment."""
+    environment = environment_names(measured)
+    several_envs = len({environment(r) for r in measured}) > 1
+    several_streams = len({r.streams for r in measured}) > 1
+
+    def series_of(result: Result) -> str:
+        streams = _plural(result.streams, "stream")
+        if by == "streams":
+            return f"{streams}, {environment(result)}" if several_envs else streams
+        return f"{environment(result)}, {streams}" if several_streams else environment(result)
+
+    order = sorted(
+        measured,
+        key=lambda r: (r.streams, environment(r)) if by == "streams" else (environment(r),),
+    )
+    return series_of, list(dict.fromkeys(series_of(r) for r in order))
+
+
+def _probe_bars(
+    members: Sequence[Result],
+    targets: Sequence[str],
+    series: Sequence[str],
+    series_of: Callable[[Result], str],
+    concrete: str,
+) -> dict[tuple[str, str], _Bar]:
+    """One probe's bars, by (target, series): the best of its results' headline figures,
+    and the repeats of them all, in the panel's unit ``concrete``."""
+    bars: dict[tuple[str, str], _Bar] = {}
+    for target in targets:
+        for name in series:
+            alike = [r for r in members if target_label(r) == target and series_of(r) == name]
+            repeats = [_in_unit(rate, concrete) for r in alike for rate in _repeat_rates(r)]
+            best = [_headline(r, concrete) for r in alike]
+            if repeats:
+                bars[(target, name)] = _Bar(max(best), repeats)
+    return bars
 
 
 # -- stream sweeps ----------------------------------------------------------------------------
@@ -367,67 +381,20 @@ def plot_streams(results: Iterable[Result], *, unit: str = "workload") -> Figure
     """
     check_unit(unit)
     measured = _measured(results)
-    units = {
-        resolve_unit(unit, [r.bytes_per_s for r in measured], object_size=r.subject.object_size)
-        for r in measured
-    }
-    if len(units) != 1:
-        raise ConfigurationError(
-            "plot_streams needs results in one unit: filter to small or to large workloads, "
-            "or pass unit='MiB/s' (or 'auto')"
-        )
-    concrete = units.pop()
+    concrete = _sweep_unit(measured, unit)
     environment = environment_names(measured)
     several_envs = len({environment(r) for r in measured}) > 1
+
+    def line_of(result: Result) -> tuple[str, str, str]:
+        return (target_label(result), result.probe, environment(result) if several_envs else "")
+
     figure: Figure = _figure_class()(figsize=(6.4, 4.4), layout="constrained")
     ax = figure.subplots()
-    keys = list(
-        dict.fromkeys(
-            (target_label(r), r.probe, environment(r) if several_envs else "") for r in measured
-        )
-    )
-    for index, key in enumerate(keys):
+    for index, key in enumerate(dict.fromkeys(line_of(r) for r in measured)):
         target, probe, env = key
-        members = [
-            r
-            for r in measured
-            if (target_label(r), r.probe, environment(r) if several_envs else "") == key
-        ]
-        counts = sorted({r.streams for r in members})
-        best = [
-            max(scale(r.bytes_per_s, concrete) for r in members if r.streams == n) for n in counts
-        ]
-        spread = [
-            [scale(s.bytes_per_s, concrete) for r in members if r.streams == n for s in r.samples]
-            for n in counts
-        ]
-        colour = _colour(index)
+        members = [r for r in measured if line_of(r) == key]
         label = " — ".join(part for part in (probe, target, env) if part)
-        ax.plot(counts, best, marker="o", color=colour, label=label)
-        for n, values in zip(counts, spread, strict=True):
-            if len(values) > 1:
-                ax.plot([n, n], [min(values), max(values)], color=colour, lw=1, gid="whisker")
-        found = ResultSet(members).sweep_saturation() if len(counts) > 1 else None
-        if found is not None and found.streams is not None:
-            at = best[counts.index(found.streams)]
-            ax.plot(
-                [found.streams],
-                [at],
-                marker="o",
-                markersize=14,
-                markerfacecolor="none",
-                markeredgecolor=colour,
-                linestyle="none",
-                gid="saturation",
-            )
-            ax.annotate(
-                f"saturates at {found.streams}",
-                (found.streams, at),
-                textcoords="offset points",
-                xytext=(8, -14),
-                fontsize=7,
-                color=colour,
-            )
+        _sweep_line(ax, members, concrete, colour=_colour(index), label=label)
     ax.set_xscale("log", base=2)
     counts_tried = sorted({r.streams for r in measured})
     ax.set_xticks(counts_tried, [str(n) for n in counts_tried])
@@ -440,6 +407,63 @@ def plot_streams(results: Iterable[Result], *, unit: str = "workload") -> Figure
     ax.grid(alpha=0.3)
     _suptitle(figure, "throughput against streams, best repeat", measured)
     return figure
+
+
+def _sweep_unit(measured: Sequence[Result], unit: str) -> str:
+    """The one concrete unit of a stream sweep's chart; :class:`ConfigurationError` when
+    ``unit`` gives its results different ones."""
+    units = {
+        resolve_unit(unit, [r.bytes_per_s for r in measured], object_size=r.subject.object_size)
+        for r in measured
+    }
+    if len(units) != 1:
+        raise ConfigurationError(
+            "plot_streams needs results in one unit: filter to small or to large workloads, "
+            "or pass unit='MiB/s' (or 'auto')"
+        )
+    return units.pop()
+
+
+def _sweep_line(
+    ax: Axes, members: Sequence[Result], concrete: str, *, colour: str, label: str
+) -> None:
+    """One line of :func:`plot_streams`: the best repeat at each stream count, whiskers
+    from the slowest to the fastest repeat, and the saturation point ringed."""
+    counts = sorted({r.streams for r in members})
+    best = [max(scale(r.bytes_per_s, concrete) for r in members if r.streams == n) for n in counts]
+    spread = [
+        [scale(s.bytes_per_s, concrete) for r in members if r.streams == n for s in r.samples]
+        for n in counts
+    ]
+    ax.plot(counts, best, marker="o", color=colour, label=label)
+    for n, values in zip(counts, spread, strict=True):
+        if len(values) > 1:
+            ax.plot([n, n], [min(values), max(values)], color=colour, lw=1, gid="whisker")
+    found = ResultSet(members).sweep_saturation() if len(counts) > 1 else None
+    if found is not None and found.streams is not None:
+        _saturation_mark(ax, found.streams, best[counts.index(found.streams)], colour)
+
+
+def _saturation_mark(ax: Axes, streams: int, at: float, colour: str) -> None:
+    """A ring (gid ``"saturation"``) and a note where a sweep saturates."""
+    ax.plot(
+        [streams],
+        [at],
+        marker="o",
+        markersize=14,
+        markerfacecolor="none",
+        markeredgecolor=colour,
+        linestyle="none",
+        gid="saturation",
+    )
+    ax.annotate(
+        f"saturates at {streams}",
+        (streams, at),
+        textcoords="offset points",
+        xytext=(8, -14),
+        fontsize=7,
+        color=colour,
+    )
 
 
 # -- backup scenarios -------------------------------------------------------------------------

@@ -172,71 +172,65 @@ def regression_legend(report: RegressionReportLike) -> str:
     return text
 
 
-def regression_tables(report: RegressionReportLike, unit: str = "workload") -> list[Table]:
-    """The comparison table, then one table of unmatched probes per side (if any).
+def _medians_shown(row: ComparedLike, unit: str) -> tuple[str, float | None, float | None]:
+    """The concrete unit of a compared probe's medians (ops/s for operations), and its
+    base and new medians in that unit (None where a side has no figure)."""
+    concrete = _figure_unit(row.identity, (row.base_median, row.new_median), unit)
+    return concrete, _in_unit(row.base_median, concrete), _in_unit(row.new_median, concrete)
 
-    Columns: target, (environment, when any probe has a label), probe, streams, unit,
-    base and new levels, runs (base + new), ratio (new ÷ base), interval, verdict; a
-    regression is marked
-    :data:`REGRESSED`.
-    """
-    check_unit(unit)
+
+def _labelled(report: RegressionReportLike) -> bool:
+    """Does any probe of either side carry an environment label (so the tables show an
+    environment column)?"""
     identities = [
         *(row.identity for row in report.rows),
         *report.unmatched_base,
         *report.unmatched_new,
     ]
-    labelled = any(identity.environment is not None for identity in identities)
+    return any(identity.environment is not None for identity in identities)
 
-    def labels(identity: IdentityLike) -> list[Cell]:
-        return [
-            Cell(text=identity.target),
-            *([Cell(text=_environment_shown(identity))] if labelled else []),
-            Cell(text=identity.probe),
-            Cell(text=str(identity.streams), value=float(identity.streams)),
-        ]
 
-    label_header = ["target", *(["environment"] if labelled else []), "probe", "streams"]
-    rows: list[list[Cell]] = []
-    for row in report.rows:
-        concrete = _figure_unit(row.identity, (row.base_median, row.new_median), unit)
-        figures = []
-        for value in (row.base_median, row.new_median):
-            shown = _in_unit(value, concrete)
-            figures.append(
-                Cell(text="failed") if shown is None else Cell(text=f"{shown:.2f}", value=shown)
-            )
-        ratio = (
-            Cell(text="-") if row.ratio is None else Cell(text=f"{row.ratio:.3f}", value=row.ratio)
-        )
-        interval = "-" if row.low is None or row.high is None else f"{row.low:.3f}–{row.high:.3f}"
-        runs = Cell(text=f"{row.base_runs} + {row.new_runs}")
-        verdict = inconclusive_text(row) if row.verdict == "inconclusive" else row.verdict
-        rows.append(
-            [
-                *labels(row.identity),
-                Cell(text=concrete),
-                *figures,
-                runs,
-                ratio,
-                Cell(text=interval),
-                Cell(text=verdict, mark=REGRESSED if row.regressed else ""),
-            ]
-        )
-    regressed = sum(row.regressed for row in report.rows)
-    interval_name = f"{report.confidence:.0%} interval"
-    header = [*label_header, "unit", "base", "new", "runs", "ratio", interval_name, "verdict"]
-    tables = [
-        Table(
-            title=f"new against base: {_plural(len(report.rows), 'probe')} compared, "
-            f"{regressed} regressed",
-            header=header,
-            units=[""] * len(header),
-            rows=rows,
-            labels=len(label_header) + 1,
-            legend=regression_legend(report),
-        )
+def _label_header(labelled: bool) -> list[str]:
+    """The names of the label columns: target, (environment,) probe, streams."""
+    return ["target", *(["environment"] if labelled else []), "probe", "streams"]
+
+
+def _label_cells(identity: IdentityLike, labelled: bool) -> list[Cell]:
+    """A probe's label cells, under :func:`_label_header`."""
+    return [
+        Cell(text=identity.target),
+        *([Cell(text=_environment_shown(identity))] if labelled else []),
+        Cell(text=identity.probe),
+        Cell(text=str(identity.streams), value=float(identity.streams)),
     ]
+
+
+def _compared_cells(row: ComparedLike, unit: str, labelled: bool) -> list[Cell]:
+    """One compared probe's row: labels, unit, base and new medians (``failed`` where a
+    side has none), runs, ratio, interval and verdict (a regression marked)."""
+    concrete, base, new = _medians_shown(row, unit)
+    figures = [
+        Cell(text="failed") if shown is None else Cell(text=f"{shown:.2f}", value=shown)
+        for shown in (base, new)
+    ]
+    ratio = Cell(text="-") if row.ratio is None else Cell(text=f"{row.ratio:.3f}", value=row.ratio)
+    interval = "-" if row.low is None or row.high is None else f"{row.low:.3f}–{row.high:.3f}"
+    verdict = inconclusive_text(row) if row.verdict == "inconclusive" else row.verdict
+    return [
+        *_label_cells(row.identity, labelled),
+        Cell(text=concrete),
+        *figures,
+        Cell(text=f"{row.base_runs} + {row.new_runs}"),
+        ratio,
+        Cell(text=interval),
+        Cell(text=verdict, mark=REGRESSED if row.regressed else ""),
+    ]
+
+
+def _unmatched_tables(report: RegressionReportLike, labelled: bool) -> list[Table]:
+    """One table per side with probes the other side lacks (none for a side without)."""
+    label_header = _label_header(labelled)
+    tables: list[Table] = []
     for side, unmatched in (("base", report.unmatched_base), ("new", report.unmatched_new)):
         if unmatched:
             other = "new" if side == "base" else "base"
@@ -246,11 +240,121 @@ def regression_tables(report: RegressionReportLike, unit: str = "workload") -> l
                     f"{_plural(len(unmatched), 'probe')}",
                     header=label_header,
                     units=[""] * len(label_header),
-                    rows=[labels(identity) for identity in unmatched],
+                    rows=[_label_cells(identity, labelled) for identity in unmatched],
                     labels=len(label_header),
                 )
             )
     return tables
+
+
+def regression_tables(report: RegressionReportLike, unit: str = "workload") -> list[Table]:
+    """The comparison table, then one table of unmatched probes per side (if any).
+
+    Columns: target, (environment, when any probe has a label), probe, streams, unit,
+    base and new levels, runs (base + new), ratio (new ÷ base), interval, verdict; a
+    regression is marked
+    :data:`REGRESSED`.
+    """
+    check_unit(unit)
+    labelled = _labelled(report)
+    label_header = _label_header(labelled)
+    rows = [_compared_cells(row, unit, labelled) for row in report.rows]
+    regressed = sum(row.regressed for row in report.rows)
+    interval_name = f"{report.confidence:.0%} interval"
+    header = [*label_header, "unit", "base", "new", "runs", "ratio", interval_name, "verdict"]
+    compared = Table(
+        title=f"new against base: {_plural(len(report.rows), 'probe')} compared, "
+        f"{regressed} regressed",
+        header=header,
+        units=[""] * len(header),
+        rows=rows,
+        labels=len(label_header) + 1,
+        legend=regression_legend(report),
+    )
+    return [compared, *_unmatched_tables(report, labelled)]
+
+
+#: the columns of the CSV of a comparison (:func:`_regressions_csv`)
+_CSV_COLUMNS = (
+    "status",
+    "target",
+    "environment",
+    "operation",
+    "workload",
+    "count",
+    "size",
+    "streams",
+    "unit",
+    "base",
+    "new",
+    "ratio",
+    "low",
+    "high",
+    "confidence",
+    "verdict",
+    "regressed",
+    "base_runs",
+    "new_runs",
+    "base_repeats",
+    "new_repeats",
+    "threshold",
+    "run_spread",
+    "base_runs_needed",
+    "new_runs_needed",
+    "each_runs_needed",
+)
+#: the CSV columns that describe a probe (after ``status``): an unmatched probe has only these
+_CSV_IDENTITY = 7
+
+
+def _identity_fields(identity: IdentityLike) -> list[str | int]:
+    """A probe's identity as CSV fields: target to streams (no label: empty)."""
+    return [
+        identity.target,
+        identity.environment or "",
+        identity.operation,
+        identity.workload,
+        identity.count,
+        identity.size,
+        identity.streams,
+    ]
+
+
+def _fixed(value: float | None, digits: int) -> str:
+    """``value`` with ``digits`` decimals, empty for None."""
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def _blank_if_none(value: int | None) -> int | str:
+    """A count as a CSV field: empty for None."""
+    return "" if value is None else value
+
+
+def _compared_fields(row: ComparedLike, unit: str) -> list[str | int | float]:
+    """One compared probe's CSV line: every column of :data:`_CSV_COLUMNS`."""
+    concrete, base, new = _medians_shown(row, unit)
+    return [
+        "compared",
+        *_identity_fields(row.identity),
+        concrete,
+        _fixed(base, 2),
+        _fixed(new, 2),
+        _fixed(row.ratio, 4),
+        _fixed(row.low, 4),
+        _fixed(row.high, 4),
+        row.confidence,
+        row.verdict,
+        int(row.regressed),
+        row.base_runs,
+        row.new_runs,
+        row.base_repeats,
+        row.new_repeats,
+        row.threshold,
+        _fixed(row.run_spread, 4),
+        _blank_if_none(row.base_runs_needed),
+        _blank_if_none(row.new_runs_needed),
+        _blank_if_none(row.each_runs_needed),
+    ]
 
 
 def _regressions_csv(report: RegressionReportLike, unit: str) -> str:
@@ -258,83 +362,16 @@ def _regressions_csv(report: RegressionReportLike, unit: str) -> str:
     check_unit(unit)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(
-        [
-            "status",
-            "target",
-            "environment",
-            "operation",
-            "workload",
-            "count",
-            "size",
-            "streams",
-            "unit",
-            "base",
-            "new",
-            "ratio",
-            "low",
-            "high",
-            "confidence",
-            "verdict",
-            "regressed",
-            "base_runs",
-            "new_runs",
-            "base_repeats",
-            "new_repeats",
-            "threshold",
-            "run_spread",
-            "base_runs_needed",
-            "new_runs_needed",
-            "each_runs_needed",
-        ]
-    )
-
-    def identity_cells(identity: IdentityLike) -> list[str | int]:
-        return [
-            identity.target,
-            identity.environment or "",
-            identity.operation,
-            identity.workload,
-            identity.count,
-            identity.size,
-            identity.streams,
-        ]
-
-    def number(value: float | None, digits: int) -> str:
-        return "" if value is None else f"{value:.{digits}f}"
-
+    writer.writerow(_CSV_COLUMNS)
     for row in report.rows:
-        concrete = _figure_unit(row.identity, (row.base_median, row.new_median), unit)
-        writer.writerow(
-            [
-                "compared",
-                *identity_cells(row.identity),
-                concrete,
-                number(_in_unit(row.base_median, concrete), 2),
-                number(_in_unit(row.new_median, concrete), 2),
-                number(row.ratio, 4),
-                number(row.low, 4),
-                number(row.high, 4),
-                row.confidence,
-                row.verdict,
-                int(row.regressed),
-                row.base_runs,
-                row.new_runs,
-                row.base_repeats,
-                row.new_repeats,
-                row.threshold,
-                number(row.run_spread, 4),
-                "" if row.base_runs_needed is None else row.base_runs_needed,
-                "" if row.new_runs_needed is None else row.new_runs_needed,
-                "" if row.each_runs_needed is None else row.each_runs_needed,
-            ]
-        )
+        writer.writerow(_compared_fields(row, unit))
+    blank = [""] * (len(_CSV_COLUMNS) - 1 - _CSV_IDENTITY)
     for status, unmatched in (
         ("only-in-base", report.unmatched_base),
         ("only-in-new", report.unmatched_new),
     ):
         for identity in unmatched:
-            writer.writerow([status, *identity_cells(identity), *[""] * 18])
+            writer.writerow([status, *_identity_fields(identity), *blank])
     return buffer.getvalue()
 
 

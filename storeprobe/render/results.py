@@ -1,6 +1,6 @@
 """Tables of Results: one row per result, and comparison tables with winners marked.
 
-Why one module (~440 lines): the results table, the comparison tables and the latency
+Why one module (~460 lines): the results table, the comparison tables and the latency
 and busy tables share the winner marks, the unit chosen per probe and the grouping keys;
 the other renderers are :mod:`.scenarios`, :mod:`.regressions` and :mod:`.lines`.
 """
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, TypeVar
+
+from attrs import frozen
 
 from storeprobe.errors import ConfigurationError
 from storeprobe.notices import Code
@@ -199,6 +201,17 @@ def _probe_title(result: ResultLike) -> str:
     return f"{result.operation} {result.subject.label}, {_plural(result.streams, 'stream')}"
 
 
+@frozen
+class _Marks:
+    """How the winners of a comparison table's columns are marked, and the rule said under
+    it (:func:`crown_legend`)."""
+
+    crown: str
+    tie: str
+    confidence: float
+    legend: str
+
+
 def comparison_tables(
     results: Sequence[ResultLike],
     *,
@@ -221,54 +234,61 @@ def comparison_tables(
         raise ConfigurationError(f"by must be 'environment' or 'probe', not {by!r}")
     if not results:
         return []
-    env_name = environment_names(results)
-    legend = crown_legend(crown, tie, confidence)
-    tables: list[Table] = []
+    marks = _Marks(crown, tie, confidence, crown_legend(crown, tie, confidence))
     if by == "environment":
-        probes = list(dict.fromkeys(probe_key(r) for r in results))
-        for probe in probes:
-            members = [r for r in results if probe_key(r) == probe]
-            environments = list(dict.fromkeys(env_name(r) for r in members))
-            targets = list(dict.fromkeys(target_label(r) for r in members))
-            grid: list[list[ResultLike | None]] = [
-                [
-                    _best(r for r in members if target_label(r) == t and env_name(r) == e)
-                    for e in environments
-                ]
-                for t in targets
+        return _tables_by_environment(results, unit, marks)
+    return [_table_by_probe(results, unit, marks)]
+
+
+def _tables_by_environment(results: Sequence[ResultLike], unit: str, marks: _Marks) -> list[Table]:
+    """One table per probe: targets as rows, environments as columns."""
+    env_name = environment_names(results)
+    tables: list[Table] = []
+    for probe in dict.fromkeys(probe_key(r) for r in results):
+        members = [r for r in results if probe_key(r) == probe]
+        environments = list(dict.fromkeys(env_name(r) for r in members))
+        targets = list(dict.fromkeys(target_label(r) for r in members))
+        grid: list[list[ResultLike | None]] = [
+            [
+                _best(r for r in members if target_label(r) == t and env_name(r) == e)
+                for e in environments
             ]
-            concrete = unit_of(
-                members[0].subject, unit, [r.bytes_per_s for r in members if r.samples]
-            )
-            tables.append(
-                _table(
-                    _probe_title(members[0]),
-                    ["target"],
-                    environments,
-                    [[t] for t in targets],
-                    grid,
-                    [concrete] * len(environments),
-                    crown,
-                    tie,
-                    confidence,
-                    legend,
-                )
-            )
-        return tables
-    columns = list(
-        dict.fromkeys(
-            probe_key(r)
-            for r in sorted(
-                results,
-                key=lambda r: (
-                    r.subject.object_size >= MiB,
-                    r.subject.label,
-                    r.operation != "upload",
-                    r.streams,
-                ),
+            for t in targets
+        ]
+        concrete = unit_of(members[0].subject, unit, [r.bytes_per_s for r in members if r.samples])
+        tables.append(
+            _table(
+                _probe_title(members[0]),
+                ["target"],
+                environments,
+                [[t] for t in targets],
+                grid,
+                [concrete] * len(environments),
+                marks,
             )
         )
+    return tables
+
+
+def _probe_columns(results: Sequence[ResultLike]) -> list[tuple[str, int, int, str, int]]:
+    """The probes of a table by probe, in reading order: small objects before large,
+    then by workload, uploads first, then by streams."""
+    ordered = sorted(
+        results,
+        key=lambda r: (
+            r.subject.object_size >= MiB,
+            r.subject.label,
+            r.operation != "upload",
+            r.streams,
+        ),
     )
+    return list(dict.fromkeys(probe_key(r) for r in ordered))
+
+
+def _table_by_probe(results: Sequence[ResultLike], unit: str, marks: _Marks) -> Table:
+    """One table: one row per (target, environment), one column per probe."""
+    env_name = environment_names(results)
+    columns = _probe_columns(results)
     keys = list(dict.fromkeys((target_label(r), env_name(r)) for r in results))
     several_envs = len({e for _, e in keys}) > 1
     grid = [
@@ -296,22 +316,15 @@ def comparison_tables(
         for label, _, _, operation, streams in columns
     ]
     seen = ", ".join(dict.fromkeys(env_name(r) for r in results))
-    labels = [[t, e] if several_envs else [t] for t, e in keys]
-    tables.append(
-        _table(
-            f"all probes ({seen})",
-            ["target", "environment"] if several_envs else ["target"],
-            names,
-            labels,
-            grid,
-            units,
-            crown,
-            tie,
-            confidence,
-            legend,
-        )
+    return _table(
+        f"all probes ({seen})",
+        ["target", "environment"] if several_envs else ["target"],
+        names,
+        [[t, e] if several_envs else [t] for t, e in keys],
+        grid,
+        units,
+        marks,
     )
-    return tables
 
 
 def _table(
@@ -321,10 +334,7 @@ def _table(
     labels: Sequence[list[str]],
     grid: list[list[ResultLike | None]],
     units: list[str],
-    crown: str,
-    tie: str,
-    confidence: float,
-    legend: str,
+    marks: _Marks,
 ) -> Table:
     rows: list[list[Cell]] = []
     for label, line in zip(labels, grid, strict=True):
@@ -341,14 +351,14 @@ def _table(
     blank: list[ResultLike | None] = [None] * width
     cells = [blank + line for line in grid]
     for column in range(width, width + len(names)):
-        _mark_column(rows, cells, column, crown, tie, confidence)
+        _mark_column(rows, cells, column, marks.crown, marks.tie, marks.confidence)
     return Table(
         title=title,
         header=[*label_header, *names],
         units=[""] * width + units,
         rows=rows,
         labels=width,
-        legend=legend,
+        legend=marks.legend,
     )
 
 
