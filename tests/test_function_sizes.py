@@ -21,9 +21,7 @@ MARK = "# one function:"
 #: functions over the limit that are still to be split, by file (below storeprobe/)
 #: and qualified name, each with its reason
 KNOWN_LONG: dict[tuple[str, str], str] = {
-    ("backup/scenario.py", "backup_restore"): "split pending (issue 20)",
     ("html_report.py", "html_report"): "split pending (issue 20)",
-    ("measurement.py", "Measurement.run"): "split pending (issue 20)",
     ("plot.py", "plot_probes"): "split pending (issue 20)",
     ("plot.py", "plot_streams"): "split pending (issue 20)",
     ("render/regressions.py", "_regressions_csv"): "split pending (issue 20)",
