@@ -35,7 +35,7 @@ delete), and removes the prefix (:func:`storeprobe.repeats.run_repeats`). Failur
 become error notices of the Result; cleanup that cannot finish becomes a
 ``cleanup-incomplete`` warning naming what was left.
 
-Why one module (~480 lines): it is the probe's method in one place (the untimed steps
+Why one module (~530 lines): it is the probe's method in one place (the untimed steps
 around each window, the clients chosen before the first repeat, the names each repeat
 records for cleanup), so it can be read against the docs in one sitting; the repeat loop
 is :mod:`storeprobe.repeats`. Running a plan is
@@ -61,11 +61,7 @@ from storeprobe.backends.attempts import between
 from storeprobe.backends.base import Backend as BaseBackend
 from storeprobe.backends.base import Landing
 from storeprobe.errors import StoreProbeWarning
-from storeprobe.execution import (
-    bounded,
-    execute,
-    open_run,
-)
+from storeprobe.execution import bounded, execute
 from storeprobe.jobs import Wrapper, land_ranges, release_parts, settling
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import (
@@ -76,13 +72,20 @@ from storeprobe.planning import (
     head_plan,
     upload_plan,
 )
-from storeprobe.repeats import Housekeeping, Turn, retried_notice, run_repeats, stability_of
+from storeprobe.repeats import (
+    Housekeeping,
+    Opened,
+    Turn,
+    retried_notice,
+    run_repeats,
+    stability_of,
+)
 from storeprobe.request import Body, Kind, Part, Request
 from storeprobe.result import Result, Sample
 from storeprobe.sampling import sample_of
 from storeprobe.settings import Settings
 from storeprobe.staging import Staging
-from storeprobe.strategy import Fallback
+from storeprobe.strategy import Fallback, Strategy
 from storeprobe.target import Target
 from storeprobe.timeline import stall_notice
 from storeprobe.transfer import Clock, Run
@@ -119,6 +122,22 @@ class Gate(Protocol):
 
 
 @frozen(kw_only=True)
+class _Chosen:
+    """What a measurement decides once, before its first repeat (untimed)."""
+
+    #: how the workload is cut into the timed requests
+    layout: Layout
+    #: a download's untimed upload before each window (None: an upload)
+    setup: Layout | None
+    #: the backend that writes (see :meth:`Housekeeping.writer`)
+    writer: Backend
+    #: the backend that reads a download's byte ranges (see :meth:`Measurement._reader`)
+    reader: Backend
+    #: the range check's error: each repeat of the download fails with it (None: none)
+    refused: Exception | None
+
+
+@frozen(kw_only=True)
 class Measurement:
     """One probe call's settings, bound to its target (see the module docstring)."""
 
@@ -146,9 +165,42 @@ class Measurement:
 
     def run(self) -> Result:
         """Measure, and return the Result (errors and warnings included)."""
-        target, backend, workload = self.target, self.target.backend, self.workload
         layout = self._layout(self.operation)
         setup = self._layout("upload") if self.operation == "download" else None
+        self._check_room(layout, setup)
+        house = Housekeeping(target=self.target, settings=self.settings, clock=self.clock)
+        opened = house.open()
+        reader, refused = self._reader(layout, opened, house)
+        chosen = _Chosen(
+            layout=layout, setup=setup, writer=opened.writer, reader=reader, refused=refused
+        )
+        notices = self._notices(chosen)
+        _warn_cannot_split(layout)
+        prefix, count = opened.prefix, self.workload.count
+
+        def names_of(turn: Turn) -> list[str]:
+            return [f"{prefix}/{turn.label}-{index:07d}" for index in range(count)]
+
+        def step(turn: Turn, names: list[str]) -> Sample:
+            return self._repeat(house, chosen, turn, names)
+
+        # the run prefix is listed at the end: a PUT the client gave up on when a window
+        # failed (or was interrupted) can still land after its name's delete
+        repeated = run_repeats(house, opened, names_of, step, failed=self._abandon, listing=True)
+        return house.result(
+            repeated,
+            opened,
+            notices=[*notices, *self._judge(repeated.samples)],
+            operation=self.operation,
+            measured=self.workload,
+            effective_streams=layout.effective_streams,
+            strategy=self._strategy(chosen),
+        )
+
+    def _check_room(self, layout: Layout, setup: Layout | None) -> None:
+        """Memory for what the layouts hold, and local disk for a staged object, checked
+        before anything is written."""
+        workload = self.workload
         needed = max(_held(setup or layout, workload), _held(layout, workload))
         if needed:
             holds = (
@@ -156,70 +208,39 @@ class Measurement:
             )
             check_memory(workload, needed, holds)
         if layout.staged or (setup is not None and setup.staged):
-            Staging.check_room(workload.largest)  # before anything is written
-        environment, prefix = open_run(target, self.settings.label, self.settings.timeout)
+            Staging.check_room(workload.largest)
 
-        house = Housekeeping(target=target, settings=self.settings, clock=self.clock)
-        written: list[str] = []
-        writer = house.writer(prefix, written)
-        notices: list[Notice] = list(layout.notices)
+    def _notices(self, chosen: _Chosen) -> list[Notice]:
+        """The Result's own warnings: the layout's, the client's and endpoint's, the
+        fallbacks ``chosen`` took, and a download's cache that could not be evicted."""
+        target, backend = self.target, self.target.backend
+        found: list[Notice] = list(chosen.layout.notices)
         if target.client_notice is not None:
-            notices.append(target.client_notice)
+            found.append(target.client_notice)
         if target.s3_endpoint is not None:
-            notices.extend(target.s3_endpoint.notices(target.client))
-        strategy = layout.strategy
-        if writer is not backend:
-            notices.append(_NO_CONDITIONAL_WRITE)
-            if self.operation == "upload":  # a download's timed requests are plain GETs
-                strategy = attrs.evolve(strategy, fallbacks=(Fallback.ABSENCE_BY_HEAD,))
-        reader, refused = self._reader(layout, writer, prefix, written, house)
-        if reader is not backend:
-            strategy = attrs.evolve(strategy, reader=reader.client)
-            notices.append(_RANGES_VIA_S3FS)
+            found.extend(target.s3_endpoint.notices(target.client))
+        if chosen.writer is not backend:
+            found.append(_NO_CONDITIONAL_WRITE)
+        if chosen.reader is not backend:
+            found.append(_RANGES_VIA_S3FS)
         if self.operation == "download" and (suspect := backend.cache_suspect()):
-            notices.append(
+            found.append(
                 Notice(
                     code=Code.NO_CACHE_EVICTION, message=suspect, fix="treat it as an upper bound"
                 )
             )
-        for notice in layout.notices:
-            if notice.code is Code.CANNOT_SPLIT:
-                warnings.warn(str(notice), StoreProbeWarning, stacklevel=_caller_level())
+        return found
 
-        def names_of(turn: Turn) -> list[str]:
-            return [f"{prefix}/{turn.label}-{index:07d}" for index in range(workload.count)]
-
-        def step(turn: Turn, names: list[str]) -> Sample:
-            # a measured repeat's bytes are those it has without warm-ups (seed + repeat)
-            content = workload.with_payload_seed(((workload.seed or 0) + turn.seed_offset) % 2**63)
-            if writer is not backend:
-                house.check_absent(writer, names)
-            if self.operation == "upload":
-                return self._upload(writer, layout, content, names, turn.repeat)
-            assert setup is not None
-            if refused is not None:  # the range check's error, as each repeat's
-                raise refused
-            self._setup(writer, setup, content, names)
-            return self._download(layout, content, names, reader, turn.repeat)
-
-        def failed(turn: Turn) -> None:
-            if self.gate is not None and turn.repeat is not None:
-                self.gate.abandon(turn.repeat)
-
-        # the run prefix is listed at the end: a PUT the client gave up on when a window
-        # failed (or was interrupted) can still land after its name's delete
-        repeated = run_repeats(house, prefix, written, names_of, step, failed=failed, listing=True)
-        notices.extend(self._judge(repeated.samples))
-        return house.result(
-            repeated,
-            prefix=prefix,
-            notices=notices,
-            operation=self.operation,
-            measured=workload,
-            effective_streams=layout.effective_streams,
-            strategy=strategy,
-            environment=environment,
-        )
+    def _strategy(self, chosen: _Chosen) -> Strategy:
+        """The layout's strategy, with the fallbacks ``chosen`` took."""
+        backend = self.target.backend
+        strategy = chosen.layout.strategy
+        # a download's timed requests are plain GETs: no absence check in its windows
+        if chosen.writer is not backend and self.operation == "upload":
+            strategy = attrs.evolve(strategy, fallbacks=(Fallback.ABSENCE_BY_HEAD,))
+        if chosen.reader is not backend:
+            strategy = attrs.evolve(strategy, reader=chosen.reader.client)
+        return strategy
 
     def _judge(self, samples: Sequence[Sample]) -> list[Notice]:
         found = stability_of(
@@ -239,6 +260,23 @@ class Measurement:
         return found
 
     # -- one repeat ------------------------------------------------------------------------
+    def _repeat(self, house: Housekeeping, chosen: _Chosen, turn: Turn, names: list[str]) -> Sample:
+        """One turn on its names: the turn's own bytes (a measured repeat's are those it
+        has without warm-ups: seed + repeat), the names checked absent where writes are
+        unconditional, then the timed upload, or the untimed upload and the timed
+        download."""
+        workload, writer = self.workload, chosen.writer
+        content = workload.with_payload_seed(((workload.seed or 0) + turn.seed_offset) % 2**63)
+        if writer is not self.target.backend:
+            house.check_absent(writer, names)
+        if self.operation == "upload":
+            return self._upload(writer, chosen.layout, content, names, turn.repeat)
+        assert chosen.setup is not None
+        if chosen.refused is not None:  # the range check's error, as each repeat's
+            raise chosen.refused
+        self._setup(writer, chosen.setup, content, names)
+        return self._download(chosen.layout, content, names, chosen.reader, turn.repeat)
+
     @staticmethod
     def _bodies(
         backend: Backend, plan: Plan, workload: Workload, staging: Staging | None
@@ -309,7 +347,7 @@ class Measurement:
         backend.fs.invalidate_cache()
 
     def _reader(
-        self, layout: Layout, writer: Backend, prefix: str, written: list[str], house: Housekeeping
+        self, layout: Layout, opened: Opened, house: Housekeeping
     ) -> tuple[Backend, Exception | None]:
         """The backend that reads this download's byte ranges, decided once before the
         run (untimed): a small object is written, the client's check reads a range of it
@@ -318,7 +356,8 @@ class Measurement:
         backend = self.target.backend
         if self.operation != "download" or not layout.split or not _checks_ranges(backend):
             return backend, None
-        probe_key = f"{prefix}/range-read-check"
+        writer, written = opened.writer, opened.written
+        probe_key = f"{opened.prefix}/range-read-check"
         written.append(probe_key)
         check = Workload(count=1, size=_RANGE_CHECK_BYTES, seed=self.workload.seed)
         part = Part(0, 0, _RANGE_CHECK_BYTES)
@@ -380,6 +419,11 @@ class Measurement:
             if staging is not None:
                 staging.close()
         return sample_of(run, between(before, reader.attempts_seen()))
+
+    def _abandon(self, turn: Turn) -> None:
+        """Tell the coordinator a measured repeat failed (a warm-up is not held)."""
+        if self.gate is not None and turn.repeat is not None:
+            self.gate.abandon(turn.repeat)
 
     def _wait(self, repeat: int | None) -> None:
         """Hold a measured repeat's window for the coordinator (None: a warm-up, not held)."""
@@ -460,6 +504,13 @@ def _caller_level() -> int:
         frame = frame.f_back
         level += 1
     return level
+
+
+def _warn_cannot_split(layout: Layout) -> None:
+    """A ``cannot-split`` notice of the layout also as a warning, pointed at the caller."""
+    for notice in layout.notices:
+        if notice.code is Code.CANNOT_SPLIT:
+            warnings.warn(str(notice), StoreProbeWarning, stacklevel=_caller_level())
 
 
 def _checks_ranges(backend: Backend) -> bool:

@@ -52,11 +52,7 @@ from attrs import frozen
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backends.attempts import between
 from storeprobe.errors import ConfigurationError
-from storeprobe.execution import (
-    bounded,
-    execute,
-    open_run,
-)
+from storeprobe.execution import bounded, execute
 from storeprobe.notices import Code, Notice
 from storeprobe.planning import Plan, delete_plan, head_plan
 from storeprobe.render import OPS_UNIT, median_ops_per_s, ops_per_s
@@ -172,13 +168,12 @@ class MetadataMeasurement:
 
     def run(self) -> Result:
         """Measure, and return the Result (errors and warnings included)."""
-        target, backend = self.target, self.target.backend
+        backend = self.target.backend
         if self.size:
             check_memory(self._content, self.count * self.size, "one repeat's objects")
-        environment, prefix = open_run(target, self.settings.label, self.settings.timeout)
-        house = Housekeeping(target=target, settings=self.settings, clock=self.clock)
-        written: list[str] = []
-        writer = house.writer(prefix, written)
+        house = Housekeeping(target=self.target, settings=self.settings, clock=self.clock)
+        opened = house.open()
+        writer, prefix = opened.writer, opened.prefix
         notices = self._notices(writer is not backend)
         in_window: set[str] = set()  # the names a DELETE window deleted
         made: list[str] = []
@@ -197,24 +192,21 @@ class MetadataMeasurement:
 
         repeated = run_repeats(
             house,
-            prefix,
-            written,
+            opened,
             names_of,
             step,
             deleted=lambda: in_window,
             folders=lambda: made,
             listing=True,
         )
-        notices.extend(self._judge(repeated.samples))
         return house.result(
             repeated,
-            prefix=prefix,
-            notices=notices,
+            opened,
+            notices=[*notices, *self._judge(repeated.samples)],
             operation=self.operation,
             measured=self.subject,
             effective_streams=self.effective_streams,
             strategy=self._strategy(),
-            environment=environment,
         )
 
     # -- one repeat --------------------------------------------------------------------

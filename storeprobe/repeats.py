@@ -11,11 +11,13 @@ is still recorded, lists the run prefix and deletes what the listing shows (the 
 the run's own), and removes the run's folders: what cannot be removed comes back as typed
 :class:`~storeprobe.execution.Leftover`\\ s.
 
-:class:`Housekeeping` is the untimed work both probes do the same way: choosing the
-writer (a storage refusing conditional writes gets HEAD-checked names instead), checking
-names absent, deleting with ``prep_streams`` in flight, naming a failure's code, and
-making the call's Result from its repeats (:meth:`Housekeeping.result`);
-:func:`stability_of` and :func:`retried_notice` are the notices both draw from the samples.
+:class:`Housekeeping` is the untimed work both probes do the same way: opening the run
+(:meth:`Housekeeping.open`: the environment, a fresh run prefix and the writer, as one
+:class:`Opened`), choosing the writer (a storage refusing conditional writes gets
+HEAD-checked names instead), checking names absent, deleting with ``prep_streams`` in
+flight, naming a failure's code, and making the call's Result from its repeats
+(:meth:`Housekeeping.result`); :func:`stability_of` and :func:`retried_notice` are the
+notices both draw from the samples.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from storeprobe.execution import (
     clear_prefix,
     delete_names,
     execute,
+    open_run,
     remove_folders,
 )
 from storeprobe.jobs import ABSENT
@@ -52,6 +55,7 @@ from storeprobe.workload import Workload
 
 __all__ = [
     "Housekeeping",
+    "Opened",
     "Repeated",
     "Turn",
     "retried_notice",
@@ -112,6 +116,20 @@ class Repeated:
     leftovers: tuple[Leftover, ...]
 
 
+@frozen(kw_only=True)
+class Opened:
+    """A probe call's run, opened before its first turn (:meth:`Housekeeping.open`)."""
+
+    #: the call's fresh run prefix, under which every name lives
+    prefix: str
+    environment: Environment
+    #: the backend that writes (see :meth:`Housekeeping.writer`)
+    writer: Backend
+    #: every name written under ``prefix`` so far (the writer check's, then each turn's,
+    #: added by :func:`run_repeats`): what the cleanup at the end deletes
+    written: list[str]
+
+
 #: each backend's writer once its conditional-write check has answered (see
 #: :meth:`Housekeeping.writer`); gone with the backend
 _WRITERS: weakref.WeakKeyDictionary[Backend, Backend] = weakref.WeakKeyDictionary()
@@ -124,6 +142,15 @@ class Housekeeping:
     target: Target
     settings: Settings
     clock: Clock
+
+    def open(self) -> Opened:
+        """Open a probe call's run (untimed): the environment captured and a fresh run
+        prefix made (:func:`~storeprobe.execution.open_run`), then the writer chosen."""
+        settings = self.settings
+        environment, prefix = open_run(self.target, settings.label, settings.timeout)
+        written: list[str] = []
+        writer = self.writer(prefix, written)
+        return Opened(prefix=prefix, environment=environment, writer=writer, written=written)
 
     def writer(self, prefix: str, written: list[str]) -> Backend:
         """The backend that writes, decided once per backend: conditional writes checked
@@ -174,24 +201,23 @@ class Housekeeping:
     def result(
         self,
         repeated: Repeated,
+        opened: Opened,
         *,
-        prefix: str,
         notices: Sequence[Notice],
         operation: Operation,
         measured: Workload | Subject,
         effective_streams: int,
         strategy: Strategy,
-        environment: Environment,
     ) -> Result:
         """The Result of a probe call from its repeats (samples, errors, warm-ups):
         warnings ``notices`` (the probe's own, its judgement of the samples among them),
-        then the ``cleanup-incomplete`` one where something remained under ``prefix``;
-        the target's URL, protocol and client, the settings' streams. ``measured`` is
-        the payload a seed probe moved (the Result's ``workload``, its subject
-        :meth:`~storeprobe.subject.Subject.of` it) or the subject of a probe
-        that moves no payload (its ``workload`` None)."""
+        then the ``cleanup-incomplete`` one where something remained under the run
+        prefix; the environment ``opened`` captured, the target's URL, protocol and
+        client, the settings' streams. ``measured`` is the payload a seed probe moved
+        (the Result's ``workload``, its subject :meth:`~storeprobe.subject.Subject.of`
+        it) or the subject of a probe that moves no payload (its ``workload`` None)."""
         warnings = list(notices)
-        if (cleanup := cleanup_notice(prefix, list(repeated.leftovers))) is not None:
+        if (cleanup := cleanup_notice(opened.prefix, list(repeated.leftovers))) is not None:
             warnings.append(cleanup)
         return Result(
             operation=operation,
@@ -206,7 +232,7 @@ class Housekeeping:
             samples=repeated.samples,
             errors=repeated.errors,
             warnings=tuple(warnings),
-            environment=environment,
+            environment=opened.environment,
             warmup_samples=repeated.warmups,
         )
 
@@ -229,8 +255,7 @@ class Housekeeping:
 
 def run_repeats(
     house: Housekeeping,
-    prefix: str,
-    written: list[str],
+    opened: Opened,
     names_of: Callable[[Turn], list[str]],
     step: Callable[[Turn, list[str]], Sample],
     *,
@@ -241,12 +266,13 @@ def run_repeats(
 ) -> Repeated:
     """Every turn of ``house.settings``, then the cleanup (see the module docstring).
 
-    ``written`` holds the names already written (a conditional-write check's) and gets
-    each turn's; ``step`` runs one turn on its names and returns its sample; ``deleted``
-    names what the steps deleted themselves (a DELETE probe's window); ``failed`` is told
-    of a turn that raised; ``folders`` are removed, in order, before the run prefix;
-    ``listing`` lists the run prefix for what the deletes missed.
+    ``opened.written`` holds the names already written (a conditional-write check's) and
+    gets each turn's; ``step`` runs one turn on its names and returns its sample;
+    ``deleted`` names what the steps deleted themselves (a DELETE probe's window);
+    ``failed`` is told of a turn that raised; ``folders`` are removed, in order, before
+    the run prefix; ``listing`` lists the run prefix for what the deletes missed.
     """
+    written = opened.written
     samples: list[Sample] = []
     warmups: list[Sample] = []
     errors: list[Notice] = []
@@ -270,7 +296,7 @@ def run_repeats(
                 remaining = {left.name for left in house.delete(not_gone(names))}
                 gone.update(name for name in names if name not in remaining)
     finally:
-        left = _clean_up(house, prefix, not_gone(written), folders, listing=listing)
+        left = _clean_up(house, opened.prefix, not_gone(written), folders, listing=listing)
     return Repeated(
         samples=tuple(samples),
         warmups=tuple(warmups),

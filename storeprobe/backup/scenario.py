@@ -199,6 +199,22 @@ class _Scenario:
     def failed(self, step: _Plan, error: Notice) -> Result:
         return attrs.evolve(self._shell(step), errors=(error,))
 
+    def run_all(self, steps: Sequence[_Plan], directory: Path) -> list[Result]:
+        """Every step's Result, in order: the first failing step's holds its error, each
+        later one a ``not-run`` error (it depends on the steps before it)."""
+        results: list[Result] = []
+        failed: Notice | None = None
+        for step in steps:
+            if failed is not None:
+                results.append(self.failed(step, _not_run(failed)))
+                continue
+            try:
+                results.append(self.run(step, directory))
+            except Exception as exc:
+                failed = _error(self.session.target, exc)
+                results.append(self.failed(step, failed))
+        return results
+
 
 def _changed_bytes(dataset: Dataset, previous: Dataset | None) -> int:
     if previous is None:
@@ -267,25 +283,7 @@ def backup_restore(
     steps = _plan(versions, restore)
     check_restore_room(versions)
     environment, prefix = open_run(target, settings.label, settings.timeout, chosen.folders)
-    backend = target.backend
-    reader = (
-        _range_reader(target, f"{prefix}/range-check", settings.timeout)
-        if chosen.ranged_reads
-        else backend
-    )
-    if not isinstance(reader, AsyncBackend | SyncBackend):
-        raise TypeError(f"{type(reader).__name__} is neither an async nor a sync backend")
-    session = Session(
-        target=target,
-        prefix=prefix,
-        streams=settings.streams,
-        prep_streams=settings.prep_streams,
-        timeout=settings.timeout,
-        clock=clock,
-        reader=reader,
-        premade=frozenset(chosen.folders),
-        progress=progress,
-    )
+    session = _session(target, prefix, chosen, settings, clock, progress)
     scenario = _Scenario(
         method=chosen,
         replay=chosen.replay(),
@@ -294,29 +292,54 @@ def backup_restore(
         verify=settings.verify,
         environment=environment,
     )
-    results: list[Result] = []
     directory = Path(tempfile.mkdtemp(prefix="storeprobe-restore-"))
-    failed: Notice | None = None
     try:
-        for step in steps:
-            if failed is not None:
-                results.append(scenario.failed(step, _not_run(failed)))
-                continue
-            try:
-                results.append(scenario.run(step, directory))
-            except Exception as exc:
-                failed = _error(target, exc)
-                results.append(scenario.failed(step, failed))
+        results = scenario.run_all(steps, directory)
     finally:
         if progress is not None:
             progress.close()
         shutil.rmtree(directory, ignore_errors=True)
         leftovers = session.close(chosen.folders)
-    notice = cleanup_notice(prefix, leftovers)
-    if notice is not None and results:
-        last = results[-1]
-        results[-1] = attrs.evolve(last, warnings=(*last.warnings, notice))
-    return results
+    return _with_cleanup_notice(results, cleanup_notice(prefix, leftovers))
+
+
+def _session(
+    target: Target,
+    prefix: str,
+    method: BackupMethod,
+    settings: Settings,
+    clock: Clock,
+    progress: StepProgress | None,
+) -> Session:
+    """The scenario's session under ``prefix``, its reader decided once (untimed): the
+    client that reads byte ranges here, for a method that reads them."""
+    backend = target.backend
+    reader = (
+        _range_reader(target, f"{prefix}/range-check", settings.timeout)
+        if method.ranged_reads
+        else backend
+    )
+    if not isinstance(reader, AsyncBackend | SyncBackend):
+        raise TypeError(f"{type(reader).__name__} is neither an async nor a sync backend")
+    return Session(
+        target=target,
+        prefix=prefix,
+        streams=settings.streams,
+        prep_streams=settings.prep_streams,
+        timeout=settings.timeout,
+        clock=clock,
+        reader=reader,
+        premade=frozenset(method.folders),
+        progress=progress,
+    )
+
+
+def _with_cleanup_notice(results: list[Result], notice: Notice | None) -> list[Result]:
+    """``results``, the last one with the ``cleanup-incomplete`` ``notice`` (None: none)."""
+    if notice is None or not results:
+        return results
+    last = results[-1]
+    return [*results[:-1], attrs.evolve(last, warnings=(*last.warnings, notice))]
 
 
 #: free space kept beyond what a restore needs (the disk's own margin, a spooled volume)
