@@ -506,31 +506,33 @@ def _address(array: np.ndarray[tuple[int], np.dtype[np.uint8]]) -> int:
     return int(array.ctypes.data)
 
 
-def _run(job: int, data: Data, emit: Callable[[bytes], None], what: str) -> int:
+def _run(job: int, data: Data, emit: Callable[[bytes], object], what: str) -> tuple[int, int]:
     """Feed ``data`` to ``job`` until it is done; each piece of output goes to ``emit``.
 
     librsync reads the chunks in place; what it leaves unread of a chunk (it does so only
     when it needs more before it can go on) is carried over into the next one. Returns the
-    bytes of ``data`` read.
+    bytes of ``data`` read and the bytes of output given to ``emit``.
     """
     lib = _library()
     out = ctypes.create_string_buffer(_OUT_LEN)
     out_address = ctypes.addressof(out)
     buffers = _Buffers()
+    read = written = 0
 
     def step() -> tuple[int, int]:
+        nonlocal written
         buffers.next_out = out_address
         buffers.avail_out = _OUT_LEN
         result = int(lib.rs_job_iter(job, ctypes.byref(buffers)))
         produced = _OUT_LEN - int(buffers.avail_out)
         if produced:
+            written += produced
             emit(ctypes.string_at(out_address, produced))
         _check(result, what)
         return result, produced
 
     _first_message()
     carry = b""
-    read = 0
     for chunk in _chunks(data):
         if not len(chunk):
             continue
@@ -544,7 +546,7 @@ def _run(job: int, data: Data, emit: Callable[[bytes], None], what: str) -> int:
             before = int(buffers.avail_in)
             result, produced = step()
             if result == _RS_DONE:
-                return read
+                return read, written
             if not produced and int(buffers.avail_in) == before:
                 break
         left = int(buffers.avail_in)
@@ -557,7 +559,7 @@ def _run(job: int, data: Data, emit: Callable[[bytes], None], what: str) -> int:
         before = int(buffers.avail_in)
         result, produced = step()
         if result == _RS_DONE:
-            return read
+            return read, written
         if not produced and int(buffers.avail_in) == before:
             detail = _first_message()
             raise ConfigurationError(
@@ -624,13 +626,6 @@ def write_delta(sig: Signature, new_data: Data, write: Callable[[bytes], object]
     """
     if not isinstance(sig, Signature):
         raise ConfigurationError(f"a delta needs a Signature (from signature()), not {sig!r}")
-    written = 0
-
-    def emit(piece: bytes) -> None:
-        nonlocal written
-        written += len(piece)
-        write(piece)
-
     lib = _library()
     sumset = ctypes.c_void_p()
     loader = lib.rs_loadsig_begin(ctypes.byref(sumset))
@@ -642,7 +637,7 @@ def write_delta(sig: Signature, new_data: Data, write: Callable[[bytes], object]
             _free(loader)
         _check(lib.rs_build_hash_table(sumset), "indexing a signature")
         job = lib.rs_delta_begin(sumset)
-        read = _run(job, new_data, emit, "delta")
+        read, written = _run(job, new_data, write, "delta")
         stats = lib.rs_job_statistics(job).contents
         return DeltaStats(
             size=written,
@@ -733,17 +728,10 @@ def write_patch(basis: Basis, delta_data: Data, write: Callable[[bytes], object]
     file is raised as it is.
     """
     reader = _Reader(basis)
-    written = 0
-
-    def emit(piece: bytes) -> None:
-        nonlocal written
-        written += len(piece)
-        write(piece)
-
     lib = _library()
     job = lib.rs_patch_begin(reader.callback, None)
     try:
-        _run(job, delta_data, emit, "patch")
+        _, written = _run(job, delta_data, write, "patch")
     except ConfigurationError as exc:
         if reader.error is not None:
             raise reader.error from exc

@@ -117,6 +117,58 @@ def retryable(exc: BaseException, *, idempotent: bool = True, read: bool = False
     return kind.group(1) in _RETRIED_KINDS or (idempotent and kind.group(1) in _IDEMPOTENT_KINDS)
 
 
+class _Attempts:
+    """The attempts of one request: counts each one's answer and, after a failure, says
+    how long to wait before the next (:class:`RetryPolicy`). Made as the first attempt
+    starts: no retry starts once ``retry_timeout_s`` have passed since."""
+
+    __slots__ = ("attempt", "idempotent", "next", "read", "retrier", "started")
+
+    def __init__(self, retrier: Retrier, idempotent: bool, read: bool) -> None:
+        self.retrier = retrier
+        self.idempotent = idempotent
+        self.read = read
+        self.attempt = 0
+        self.next = retrier.policy.initial_backoff_s
+        self.started = retrier.monotonic()
+
+    def succeeded(self, value: _T) -> _T:
+        """Count the answer of the attempt that returned ``value``; return it."""
+        self.retrier.tally.answered()
+        return value
+
+    def failed(self, exc: BaseException) -> float | None:
+        """Count the answer of the attempt that raised ``exc``, if it had one; the delay
+        before the next attempt, or None when the failure is final."""
+        retrier = self.retrier
+        _count_answer(retrier.tally, exc)
+        policy = retrier.policy
+        if (
+            not retryable(exc, idempotent=self.idempotent, read=self.read)
+            or self.attempt >= policy.max_retries
+        ):
+            return None
+        if retrier.monotonic() - self.started >= policy.retry_timeout_s:
+            return None
+        self.attempt += 1
+        delay = self.next
+        upper = max(policy.initial_backoff_s, delay * policy.base)
+        drawn = retrier.uniform(policy.initial_backoff_s, upper)
+        self.next = min(policy.max_backoff_s, drawn)
+        retrier.tally.retried()
+        return delay
+
+
+def _count_answer(tally: Tally, exc: BaseException) -> None:
+    """Count the answer of an attempt that raised ``exc``, if it had one."""
+    if isinstance(exc, _ANSWERS):
+        tally.answered()
+    elif type(exc).__module__.split(".", 1)[0] == "obstore":
+        status = _status(exc)
+        if status is not None or _NO_ANSWER not in str(exc):
+            tally.answered(status)
+
+
 @define
 class Retrier:
     """Retries obstore requests by :class:`RetryPolicy` and counts each retry, answer and
@@ -136,76 +188,33 @@ class Retrier:
         """Failed attempts retried so far."""
         return self.tally.retries
 
-    def _answered(self, exc: BaseException | None) -> None:
-        """Count the answer of one attempt (a return: ``exc`` is None), if it had one."""
-        if exc is None or isinstance(exc, _ANSWERS):
-            self.tally.answered()
-        elif type(exc).__module__.split(".", 1)[0] == "obstore":
-            status = _status(exc)
-            if status is not None or _NO_ANSWER not in str(exc):
-                self.tally.answered(status)
-
-    def _delays(
-        self, idempotent: bool, read: bool = False
-    ) -> Callable[[float, BaseException], float | None]:
-        """A fresh backoff: called after each failure, the delay before the next
-        attempt, or None when the failure is final."""
-        policy = self.policy
-        state = {"attempt": 0, "next": policy.initial_backoff_s}
-
-        def next_delay(started: float, exc: BaseException) -> float | None:
-            if (
-                not retryable(exc, idempotent=idempotent, read=read)
-                or state["attempt"] >= policy.max_retries
-            ):
-                return None
-            if self.monotonic() - started >= policy.retry_timeout_s:
-                return None
-            state["attempt"] += 1
-            delay = state["next"]
-            upper = max(policy.initial_backoff_s, delay * policy.base)
-            drawn = self.uniform(policy.initial_backoff_s, upper)
-            state["next"] = min(policy.max_backoff_s, drawn)
-            self.tally.retried()
-            return delay
-
-        return next_delay
-
     def wrap(self, call: AsyncCall, *, idempotent: bool = True, read: bool = False) -> AsyncCall:
         """``call``, retried (each retry counted); ``idempotent``, ``read`` (a GET): see
         :func:`retryable`."""
 
         async def retried() -> Outcome:
-            next_delay = self._delays(idempotent, read)
-            started = self.monotonic()
+            attempts = _Attempts(self, idempotent, read)
             while True:
                 try:
                     outcome = await call()
                 except Exception as exc:
-                    self._answered(exc)
-                    delay = next_delay(started, exc)
-                    if delay is None:
+                    if (delay := attempts.failed(exc)) is None:
                         raise
                 else:
-                    self._answered(None)
-                    return outcome
+                    return attempts.succeeded(outcome)
                 await self.async_sleep(delay)
 
         return retried
 
     def run(self, call: Callable[[], _T], *, idempotent: bool = True) -> _T:
         """``call()`` (an untimed request), retried likewise."""
-        next_delay = self._delays(idempotent)
-        started = self.monotonic()
+        attempts = _Attempts(self, idempotent, read=False)
         while True:
             try:
                 value = call()
             except Exception as exc:
-                self._answered(exc)
-                delay = next_delay(started, exc)
-                if delay is None:
+                if (delay := attempts.failed(exc)) is None:
                     raise
             else:
-                self._answered(None)
-                return value
+                return attempts.succeeded(value)
             self.sleep(delay)
