@@ -98,7 +98,7 @@ def test_the_known_long_functions_are_exact() -> None:
         f"no longer over {LIMIT} lines without a reason (or gone): remove them from "
         f"KNOWN_LONG: {stale}"
     )
-    assert set(KNOWN_LONG.values()) == {"split pending (issue 20)"}
+    assert set(KNOWN_LONG.values()) <= {"split pending (issue 20)"}
 
 
 def test_the_rule_sees_a_long_function_and_its_reason() -> None:
