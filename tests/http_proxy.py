@@ -6,19 +6,39 @@ passed through) and counts a request as in flight from the moment its request he
 has arrived until its response has been forwarded completely. Tests read
 ``max_in_flight`` and ``requests`` to prove how many requests a probe really keeps
 in flight, and ``signed_regions`` for the region each request was signed for. It can
-also fail, hang or cut off the answer of the requests a test picks. It runs
-its own event loop in a thread.
+also fail, hang or cut off the answer of the requests a test picks, and hold the first
+requests a test picks until they are all in flight together (``gather``: a wait for a
+state, so a count of requests in flight does not depend on how fast a busy machine
+starts them). It runs its own event loop in a thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import threading
 from collections.abc import Callable
 from typing import Self
 
-__all__ = ["CountingProxy"]
+__all__ = ["CountingProxy", "transfers"]
+
+
+def transfers(operation: str) -> Callable[[str, str], bool]:
+    """The requests that move a workload's bytes (its objects are ``r<repeat>-<index>``,
+    whole or in parts): PUTs for an upload, GETs for a download, for
+    ``CountingProxy.gather``. A probe's one-request checks before the run
+    (``conditional-write-check``, ``range-read-check``), listings and HEADs are left out."""
+    method_moving = "PUT" if operation == "upload" else "GET"
+
+    def accepts(method: str, path: str) -> bool:
+        key = path.partition("?")[0]
+        return method == method_moving and _WORKLOAD_OBJECT.search(key) is not None
+
+    return accepts
+
+
+_WORKLOAD_OBJECT = re.compile(r"/r\d+-\d+$")
 
 
 async def _read_head(reader: asyncio.StreamReader) -> bytes | None:
@@ -83,6 +103,32 @@ async def _forward_request_body(
         raise
 
 
+class _Gathering:
+    """The first ``count`` requests ``when`` accepts, each held until all are in flight."""
+
+    def __init__(self, count: int, when: Callable[[str, str], bool], timeout: float) -> None:
+        self.count = count
+        self.when = when
+        self.timeout = timeout
+        self.arrived = 0
+        #: True when the wait ran out before ``count`` were in flight together
+        self.timed_out = False
+        self._all_in = asyncio.Event()
+
+    async def arrive(self, method: str, path: str) -> None:
+        if self._all_in.is_set() or not self.when(method, path):
+            return
+        self.arrived += 1
+        if self.arrived >= self.count:
+            self._all_in.set()
+            return
+        try:
+            await asyncio.wait_for(self._all_in.wait(), self.timeout)
+        except TimeoutError:
+            self.timed_out = True  # the client never had them in flight at once
+            self._all_in.set()
+
+
 class _Sink:
     """A writer that drops what it is given (the body of a request answered here)."""
 
@@ -117,6 +163,8 @@ class CountingProxy:
         #: called likewise; True makes the proxy forward the answer's head and half its
         #: body, then close the connection (an answer cut off, as a reset link cuts it)
         self.cut_when: Callable[[str, str, int], bool] | None = None
+        #: set by ``gather``: the requests held until they are in flight together
+        self.gathering: _Gathering | None = None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.base_events.Server | None = None
@@ -137,6 +185,17 @@ class CountingProxy:
         self.methods = []
         self.targets = []
         self.signed_regions = []
+        self.gathering = None
+
+    def gather(self, count: int, when: Callable[[str, str], bool], timeout: float = 30) -> None:
+        """Hold the next ``count`` requests ``when(method, path)`` accepts until all of
+        them are in flight together, then let them and every later request go.
+
+        A client that keeps ``count`` requests in flight at once makes ``max_in_flight``
+        reach ``count`` for certain; one that does not leaves them waiting ``timeout``
+        seconds, after which they go on and ``gathering.timed_out`` is True.
+        """
+        self.gathering = _Gathering(count, when, timeout)
 
     def stop(self) -> None:
         async def close() -> None:
@@ -189,6 +248,8 @@ class CountingProxy:
         if len(scope) > 2:  # KEY/DATE/REGION/SERVICE/aws4_request
             self.signed_regions.append(scope[2])
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        if self.gathering is not None:
+            await self.gathering.arrive(method, path.decode("latin-1"))
         status = (
             self.fail_when(method, path.decode("latin-1"), self.requests)
             if self.fail_when

@@ -36,7 +36,7 @@ from storeprobe.request import Kind, Outcome, Part, Request
 from storeprobe.units import MiB
 from tests.conftest import gcs_options, obstore_fs, s3_options, ssh_options
 from tests.helpers import gcs_emulator_seed
-from tests.http_proxy import CountingProxy
+from tests.http_proxy import CountingProxy, transfers
 from tests.servers import AZURE_KEY, Server, azure_connection_string
 
 MANY = Workload(count=24, size="16KiB")
@@ -231,8 +231,12 @@ def test_azure_in_flight_counted_on_the_server_side(
         prep_streams=streams,  # the untimed upload and deletes too
     )
     azure_proxy.reset()
+    # the first `streams` transfers wait at the proxy until all are in flight together
+    azure_proxy.gather(streams, transfers(operation))
     result = probe.measure(operation, workload)  # type: ignore[arg-type]
     assert result.ok, result.errors
+    assert azure_proxy.gathering is not None
+    assert not azure_proxy.gathering.timed_out, "never had `streams` requests in flight"
     assert azure_proxy.max_in_flight == streams
     assert result.effective_streams == streams
     assert result.backend == client
@@ -257,10 +261,13 @@ def test_obstore_in_flight_counted_on_the_server_side(
             prep_streams=streams,  # the untimed upload and deletes too
         )
         proxy.reset()
+        proxy.gather(streams, transfers(operation))
         result = probe.measure(operation, Workload(count=1, size="24MiB"))  # type: ignore[arg-type]
     finally:
         proxy.stop()
     assert result.ok, result.errors
+    assert proxy.gathering is not None
+    assert not proxy.gathering.timed_out, "never had `streams` requests in flight"
     # obstore's own multipart runs the parts of a split upload: the server sees them
     assert proxy.max_in_flight == streams
     assert result.effective_streams == streams

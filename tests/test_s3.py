@@ -29,7 +29,7 @@ from storeprobe.strategy import Fallback
 from tests.conftest import s3_options
 from tests.delay_proxy import DelayProxy
 from tests.helpers import payload, tree
-from tests.http_proxy import CountingProxy
+from tests.http_proxy import CountingProxy, transfers
 from tests.servers import S3_SECRET, Server, free_port
 
 pytestmark = pytest.mark.s3
@@ -68,8 +68,12 @@ def test_in_flight_requests_counted_on_the_server_side(
     )
     assert probe.target.client == client
     counting_proxy.reset()
+    # the first `streams` transfers wait at the proxy until all are in flight together
+    counting_proxy.gather(streams, transfers(operation))
     result = probe.measure(operation, workload)  # type: ignore[arg-type]
     assert result.ok, result.errors
+    assert counting_proxy.gathering is not None
+    assert not counting_proxy.gathering.timed_out, "never had `streams` requests in flight"
     # with prep_streams=streams, everything the probe sends — setup, timed window,
     # cleanup — respects `streams` (the windows alone: test_prep_streams_stay_outside...)
     assert counting_proxy.max_in_flight == streams
