@@ -60,6 +60,7 @@ __all__ = [
     "hold_prefix",
     "open_run",
     "remove_folders",
+    "remove_run",
 ]
 
 
@@ -484,8 +485,14 @@ def open_run(
             bounded(functools.partial(backend.make_prefix, f"{prefix}/{folder}"), timeout)
     except Exception as exc:
         if made:
-            for folder in (*folders, ""):
-                with contextlib.suppress(Exception):
-                    backend.remove_prefix(f"{prefix}/{folder}".rstrip("/"))
+            remove_run(target, prefix, folders)
         raise target.translate(exc, "preparing the run") from None
     return environment, prefix
+
+
+def remove_run(target: Target, prefix: str, folders: Sequence[str] = ()) -> None:
+    """Remove ``folders`` under a run prefix, then the prefix (never recursive), each
+    step's failure ignored: a run that stops before it starts leaves nothing it made."""
+    for folder in (*folders, ""):
+        with contextlib.suppress(Exception):
+            target.backend.remove_prefix(f"{prefix}/{folder}".rstrip("/"))

@@ -17,7 +17,7 @@ from storeprobe.backup import BackupMethod, Chunking, Files, Replay, Session
 from storeprobe.backup import session as session_module
 from storeprobe.backup.session import windows
 from storeprobe.dataset import Image, Sizes, Tree
-from storeprobe.errors import ConfigurationError
+from storeprobe.errors import ConfigurationError, TargetPermissionError
 from storeprobe.notices import Code
 from storeprobe.resultset import ResultSet
 from tests.conftest import s3_options, ssh_options
@@ -674,3 +674,25 @@ def test_a_staged_pack_range_on_s3_restores_byte_for_byte(
     )
     assert staged
     assert all(staged)  # restic reads only ranges
+
+
+@pytest.mark.parametrize("method", ["restic", "duplicity"])
+def test_a_failed_range_check_raises_named_and_leaves_nothing(
+    counting_proxy: CountingProxy, s3_bucket_dir: Path, method: str
+) -> None:
+    # the scenario's one untimed check of how byte ranges are read, refused by the server
+    # (403 to its ranged GET): the run stops before step 1 with the action named, the
+    # check's object deleted and the run prefix removed
+    options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
+    before = tree(s3_bucket_dir)
+    probe = Probe.from_url("s3://bench/range-refused", options, client="obstore", streams=2)
+    counting_proxy.reset()
+    counting_proxy.fail_when = lambda verb, path, n: (
+        403 if verb == "GET" and path.endswith("/range-check") else None
+    )
+    with pytest.raises(TargetPermissionError, match="checking how byte ranges are read on"):
+        probe.backup_restore(TREE, versions=1, method=method, chunk_size=CHUNK)
+    checks = [verb for verb, path in counting_proxy.targets if path.endswith("/range-check")]
+    assert checks == ["PUT", "GET"]
+    assert counting_proxy.targets[-1] == ("POST", "/bench?delete")  # the check's object
+    assert tree(s3_bucket_dir) == before

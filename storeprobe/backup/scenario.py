@@ -40,7 +40,7 @@ from storeprobe.backup.session import Session, StepProgress
 from storeprobe.dataset import Dataset, Image, Tree
 from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError
-from storeprobe.execution import bounded, cleanup_notice, open_run
+from storeprobe.execution import bounded, cleanup_notice, open_run, remove_run
 from storeprobe.notices import Code, Notice
 from storeprobe.repeats import retried_notice
 from storeprobe.restore import verify_restore
@@ -283,7 +283,13 @@ def backup_restore(
     steps = _plan(versions, restore)
     check_restore_room(versions)
     environment, prefix = open_run(target, settings.label, settings.timeout, chosen.folders)
-    session = _session(target, prefix, chosen, settings, clock, progress)
+    try:
+        session = _session(target, prefix, chosen, settings, clock, progress)
+    except Exception as exc:  # the range check: nothing but the prefix is left to remove
+        if progress is not None:
+            progress.close()
+        remove_run(target, prefix, chosen.folders)
+        raise target.translate(exc, "checking how byte ranges are read") from None
     scenario = _Scenario(
         method=chosen,
         replay=chosen.replay(),
