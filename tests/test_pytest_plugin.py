@@ -7,6 +7,7 @@ A regression is made deterministic by editing a saved run: its windows divided (
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 import json
 import re
 import subprocess
@@ -16,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from storeprobe import load_results
-from storeprobe.pytest_plugin import machine_id, saved_runs
+from storeprobe import Probe, load_results
+from storeprobe.pytest_plugin import Recorder, machine_id, saved_runs
 from storeprobe.render import repeat_figures
 from storeprobe.stats import compare_runs
 
@@ -302,3 +303,23 @@ def test_compare_fail_is_the_rule_of_compare_runs_and_of_the_cli(
     assert all(verdict in row for row in rows)
     printed = outcome.stdout.lines
     assert all(row in printed for row in rows)
+
+
+def test_the_fixture_takes_what_probe_takes() -> None:
+    """Every probe call of the ``storeprobe`` fixture has the parameters of the Probe
+    method it records (names, kinds, defaults, annotations), so code written against a
+    Probe runs against the fixture; only ``backup_restore`` leaves out ``progress`` (the
+    fixture draws no bar inside a test session)."""
+    calls = [
+        name
+        for name, member in vars(Recorder).items()
+        if inspect.isfunction(member) and not name.startswith("_") and name != "record"
+    ]
+    assert "backup_restore" in calls
+    assert "upload_small" in calls
+    for name in calls:
+        recorded = inspect.signature(getattr(Recorder, name)).parameters
+        probed = dict(inspect.signature(getattr(Probe, name)).parameters)
+        if name == "backup_restore":
+            del probed["progress"]
+        assert list(recorded.values()) == list(probed.values()), name

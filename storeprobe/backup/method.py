@@ -20,6 +20,7 @@ Adding a method is adding one module with a :class:`BackupMethod` subclass and a
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -68,3 +69,12 @@ class BackupMethod(ABC):
     @abstractmethod
     def strategy(self, kind: StepKind) -> str:
         """What a backup or restore step of this method does, in a sentence."""
+
+    def restore_scratch(self, versions: Sequence[Dataset]) -> int:
+        """Bytes a restore of any of ``versions`` writes on the local disk beside the
+        version itself, at the most at once: by default twice the largest file (an object
+        above the window budget landed in a staging file, or a file built under a
+        temporary name from its basis). A method that lands more (rdiff-backup's chain of
+        reverse deltas) says so; :func:`~storeprobe.backup.scenario.check_restore_room`
+        adds it to the version's bytes before anything is written."""
+        return 2 * max((f.size for version in versions for f in version.files), default=0)

@@ -79,7 +79,7 @@ import io
 import os
 import posixpath
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -88,7 +88,7 @@ from attrs import define, field, frozen
 from storeprobe import delta
 from storeprobe.backup.method import BackupMethod, Replay, StepKind
 from storeprobe.backup.objects import Blob, Read
-from storeprobe.backup.session import Session, windows
+from storeprobe.backup.session import WINDOW_BUDGET, Session, windows
 from storeprobe.dataset import Dataset, File
 from storeprobe.dataset import content as file_content
 from storeprobe.manifest import Piece
@@ -729,3 +729,12 @@ class RdiffBackup(BackupMethod):
                 "and copies of deleted ones, write the session's metadata"
             )
         return "rdiff-backup: read the mirror and every increment back to the version"
+
+    def restore_scratch(self, versions: Sequence[Dataset]) -> int:
+        """A restore lands a window's files (about :data:`WINDOW_BUDGET`, or one larger
+        file) with every reverse delta of their chains beside them (at most one per
+        version after it), then a patched copy (``.next``) and, for a ranged basis, the
+        basis: at most ``max(largest file, window) × (versions + 1)`` bytes beside the
+        version."""
+        biggest = max((f.size for version in versions for f in version.files), default=0)
+        return max(biggest, WINDOW_BUDGET) * (len(versions) + 1)

@@ -281,7 +281,7 @@ def backup_restore(
     """
     chosen = method_for(method, target.protocol, chunk_size=chunk_size)
     steps = _plan(versions, restore)
-    check_restore_room(versions)
+    check_restore_room(versions, chosen.restore_scratch(versions))
     environment, prefix = open_run(target, settings.label, settings.timeout, chosen.folders)
     try:
         session = _session(target, prefix, chosen, settings, clock, progress)
@@ -352,26 +352,28 @@ def _with_cleanup_notice(results: list[Result], notice: Notice | None) -> list[R
 _RESTORE_MARGIN = 64 * 1024 * 1024
 
 
-def check_restore_room(versions: Sequence[Dataset], directory: str | None = None) -> int:
+def check_restore_room(
+    versions: Sequence[Dataset], scratch: int, directory: str | None = None
+) -> int:
     """Bytes a scenario's restores need on the local disk, once ``directory`` (the
     temporary directory, ``TMPDIR``, by default) has them free; else
     :class:`ConfigurationError`, before anything is written.
 
-    A restore writes the whole version into a directory there, and beside it at most
-    one more file's worth at a time (an object above the window budget landed in a
-    staging file, or a file built under a temporary name from its basis): the largest
-    version's bytes plus twice its largest file, plus a margin of 64 MiB."""
+    A restore writes the whole version into a directory there, and beside it the
+    method's scratch files (``scratch`` bytes at the most at once:
+    :meth:`~storeprobe.backup.BackupMethod.restore_scratch`, by default room to stage
+    the largest file twice): the largest version's bytes plus ``scratch``, plus a margin
+    of 64 MiB."""
     directory = directory or tempfile.gettempdir()
     largest = max((version.total_bytes for version in versions), default=0)
-    biggest = max((f.size for version in versions for f in version.files), default=0)
-    need = largest + 2 * biggest + _RESTORE_MARGIN
+    need = largest + scratch + _RESTORE_MARGIN
     free = shutil.disk_usage(directory).free
     if free < need:
         raise ConfigurationError(
             f"restoring this dataset needs {format_size(need)} of free space in {directory} "
-            f"(its largest version, {format_size(largest)}, and room to stage its largest "
-            f"file twice; {format_size(free)} free): point TMPDIR at a larger disk, or use "
-            "a smaller dataset"
+            f"(its largest version, {format_size(largest)}, and {format_size(scratch)} of "
+            f"the method's scratch files beside it; {format_size(free)} free): point TMPDIR "
+            "at a larger disk, or use a smaller dataset or fewer versions"
         )
     return need
 
