@@ -268,7 +268,7 @@ class _VolumeWriter:
 
 
 def _blocks(
-    name: str, path: str, kind: EntryKind, data: Segment | bytes, length: int, mtime: int
+    name: str, path: str, kind: EntryKind, data: Piece | bytes, length: int, mtime: int
 ) -> Iterator[_Block]:
     """The tar blocks of one file's data (a snapshot or a delta), 64 KiB each."""
     if length < _BLOCK:

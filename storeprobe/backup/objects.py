@@ -5,13 +5,16 @@ files into one pack file behind a header, Duplicacy cuts one stream of all files
 chunks that cross file boundaries, duplicity writes tar volumes with headers between
 the files and binary deltas. A :class:`Blob` is one such object: a key and a sequence of
 segments, each either a :class:`~storeprobe.manifest.Piece` (bytes of one file of one
-dataset version, regenerated on demand) or literal ``bytes`` (headers, indexes, deltas,
-manifests the method made). :class:`BlobPayloads` serves their bytes to a backend, so a
-body is made only when its window is about to run. Sizes are in bytes.
+dataset version, regenerated on demand), literal ``bytes`` (headers, indexes, deltas,
+manifests the method made) or :class:`Spooled` bytes (what the method made, too large to
+hold: a temporary file on the local disk, read part by part). :class:`BlobPayloads`
+serves their bytes to a backend, so a body is made only when its window is about to run.
+Sizes are in bytes.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from itertools import accumulate
 
@@ -19,10 +22,41 @@ from attrs import field, frozen
 
 from storeprobe.manifest import Piece
 
-__all__ = ["Blob", "BlobPayloads", "Read", "Segment"]
+__all__ = ["Blob", "BlobPayloads", "Read", "Segment", "Spooled"]
+
+
+@frozen(eq=False)
+class Spooled:
+    """Bytes ``[0, length)`` of an open temporary file (``fd``) that the method wrote
+    (a reverse delta of a large file), read with ``pread`` when a body is made, so
+    memory holds the parts in flight, not the object. The method closes the file once
+    the object is written."""
+
+    fd: int
+    length: int
+
+    def __len__(self) -> int:
+        return self.length
+
+    def read_into(self, offset: int, out: memoryview) -> None:
+        """Bytes ``[offset, offset + len(out))`` into ``out``."""
+        done = 0
+        while done < len(out):
+            got = os.preadv(self.fd, [out[done:]], offset + done)
+            if got == 0:
+                raise OSError(f"a spooled file ended at {offset + done} of {self.length} bytes")
+            done += got
+
+    def read(self, start: int, stop: int) -> bytes:
+        """Bytes ``[start, stop)``."""
+        out = bytearray(stop - start)
+        self.read_into(start, memoryview(out))
+        return bytes(out)
+
 
 #: one segment of a stored object: bytes of a dataset file, or bytes the method made
-Segment = Piece | bytes
+#: (held, or spooled to a file)
+Segment = Piece | bytes | Spooled
 
 
 def _segments(value: Sequence[Segment]) -> tuple[Segment, ...]:
@@ -81,6 +115,8 @@ class BlobPayloads:
                 if isinstance(segment, Piece):
                     offset = segment.offset + low - begin
                     segment.dataset.fill(segment.file, offset, target)
+                elif isinstance(segment, Spooled):
+                    segment.read_into(low - begin, target)
                 else:
                     target[:] = segment[low - begin : high - begin]
             begin = end
@@ -106,6 +142,8 @@ class BlobPayloads:
                 if isinstance(segment, Piece):
                     offset = segment.offset + low - begin
                     parts.append(segment.dataset.payload(segment.file, offset, offset + high - low))
+                elif isinstance(segment, Spooled):
+                    parts.append(segment.read(low - begin, high - begin))
                 else:
                     parts.append(segment[low - begin : high - begin])
             begin = end

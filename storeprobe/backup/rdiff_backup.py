@@ -79,7 +79,10 @@ import io
 import os
 import posixpath
 import shutil
-from collections.abc import Iterator, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -87,7 +90,7 @@ from attrs import define, field, frozen
 
 from storeprobe import delta
 from storeprobe.backup.method import BackupMethod, Replay, StepKind
-from storeprobe.backup.objects import Blob, Read
+from storeprobe.backup.objects import Blob, Read, Spooled
 from storeprobe.backup.session import WINDOW_BUDGET, Session, windows
 from storeprobe.dataset import Dataset, File
 from storeprobe.dataset import content as file_content
@@ -317,19 +320,21 @@ class _RdiffReplay(Replay):
             )
             session.read_through([Read(key=key) for key in temporaries])  # its signature
             session.read_through(mirror)  # the old bytes once more, for the reverse delta
-            blobs: list[Blob] = []
-            for file in batch:
-                signature = delta.signature(
-                    _pieces(version, file), delta.SignatureArgs.rdiff_backup(file.size)
-                )
-                key = self._increment(session, file.path, then, "diff.gz")
-                out = io.BytesIO()
-                with gzip.GzipFile(key, "wb", 9, out, mtime=0) as handle:
-                    delta.write_delta(signature, _pieces(previous, old[file.path]), handle.write)
-                blobs.append(Blob.of_bytes(key, out.getvalue()))
-                written[file.path] = ("diff", key)
-            session.put(blobs)
-            del blobs
+            with ExitStack() as spools:
+                blobs: list[Blob] = []
+                for file in batch:
+                    signature = delta.signature(
+                        _pieces(version, file), delta.SignatureArgs.rdiff_backup(file.size)
+                    )
+                    key = self._increment(session, file.path, then, "diff.gz")
+                    reverse = partial(
+                        delta.write_delta, signature, _pieces(previous, old[file.path])
+                    )
+                    size = max(file.size, old[file.path].size)
+                    blobs.append(_gzipped(key, reverse, size, spools))
+                    written[file.path] = ("diff", key)
+                session.put(blobs)
+                del blobs
             session.rename(
                 [(session.key(f.path), key) for f, key in zip(batch, temporaries, strict=True)]
             )
@@ -369,15 +374,13 @@ class _RdiffReplay(Replay):
             mirror = [session.key(file.path) for file in batch]
             session.read_through([Read(key=key) for key in mirror])
             keys = [self._increment(session, file.path, then, "snapshot.gz") for file in batch]
-            blobs: list[Blob] = []
-            for key, file in zip(keys, batch, strict=True):
-                out = io.BytesIO()
-                with gzip.GzipFile(key, "wb", 9, out, mtime=0) as handle:
-                    for piece in _pieces(previous, file):
-                        handle.write(piece)
-                blobs.append(Blob.of_bytes(key, out.getvalue()))
-            session.put(blobs)
-            del blobs
+            with ExitStack() as spools:
+                blobs = [
+                    _gzipped(key, partial(_write_all, _pieces(previous, file)), file.size, spools)
+                    for key, file in zip(keys, batch, strict=True)
+                ]
+                session.put(blobs)
+                del blobs
             session.delete(mirror)
             found.update((f.path, ("snapshot", key)) for f, key in zip(batch, keys, strict=True))
         return found
@@ -639,6 +642,39 @@ def _write_at(path: Path, offset: int, body: bytes | Staging) -> None:
                 out.write(chunk)
         finally:
             body.close()
+
+
+#: a gzipped delta or snapshot of a file up to this size is held in memory; a larger
+#: one is spooled to a temporary file in ``TMPDIR`` and read from it part by part
+_HELD = 8 << 20
+
+
+def _gzipped(
+    key: str,
+    write: Callable[[Callable[[bytes | memoryview], object]], object],
+    size: int,
+    spools: ExitStack,
+) -> Blob:
+    """The object ``key``: what ``write`` writes, gzipped at level 9 as rdiff-backup
+    does (no name, mtime 0). Held in memory when the file it stands for (``size``
+    bytes) is at most :data:`_HELD`; else written to a temporary file, which ``spools``
+    closes (and the system deletes) once the object is written, so a backup holds no
+    whole delta of a large file."""
+    if size <= _HELD:
+        held = io.BytesIO()
+        with gzip.GzipFile(key, "wb", 9, held, mtime=0) as handle:
+            write(handle.write)
+        return Blob.of_bytes(key, held.getvalue())
+    out = spools.enter_context(tempfile.TemporaryFile(dir=Staging.check_room(size)))  # noqa: SIM115 - closed by spools
+    with gzip.GzipFile(key, "wb", 9, out, mtime=0) as handle:
+        write(handle.write)
+    out.flush()
+    return Blob(key=key, segments=(Spooled(fd=out.fileno(), length=out.tell()),))
+
+
+def _write_all(pieces: Iterator[memoryview], write: Callable[[bytes | memoryview], object]) -> None:
+    for piece in pieces:
+        write(piece)
 
 
 #: bytes of a snapshot unzipped into a restore at a time
