@@ -63,12 +63,14 @@ bucket-level request, not an object's), the manifest's volume hashes (the line h
 length, not the volume's SHA1), the archive dir's resynchronisation when it is empty,
 and the tool's CPU work (reading the source, hashing, compressing).
 
-Memory: a backup holds the deltas of one volume at a time (each volume is written as
-soon as it is full, as duplicity does) and the librsync signature of every file of the
-last version (about 12 bytes per 512 to 2 048 bytes of a file: the archive dir's copy);
-a restore holds one volume's bytes (up to ``volume_size``) and one file's delta.
+Memory: a backup holds the deltas of files up to 8 MiB of one volume at a time (each
+volume is written as soon as it is full, as duplicity does; a larger file's delta is
+spooled to a temporary file, read back as its volume is written) and the librsync
+signature of every file of the last version (about 12 bytes per 512 to 2 048 bytes of a
+file: the archive dir's copy); a restore lands each volume in a local file and collects
+each delta in a file beside the file it patches, so it holds a window of reads.
 
-Why one module (~630 lines, 70 of them the rules above): a backup method is one module
+Why one module (~690 lines, 75 of them the rules above): a backup method is one module
 (``docs/architecture.md``), one tool's request pattern read top to bottom against
 duplicity's code cited here; its helpers (tar volumes, signatures, manifests) serve
 duplicity alone.
@@ -88,16 +90,23 @@ import zlib
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import IO, ClassVar, Literal
 
 from attrs import define, field, frozen
 
 from storeprobe.backup.method import BackupMethod, Replay, StepKind
-from storeprobe.backup.objects import Blob, Read, Segment
+from storeprobe.backup.objects import Blob, Read, Segment, Spooled
 from storeprobe.backup.session import Session
 from storeprobe.dataset import Dataset, File
 from storeprobe.dataset import content as file_content
-from storeprobe.delta import Signature, SignatureArgs, delta, signature, write_patch
+from storeprobe.delta import (
+    Signature,
+    SignatureArgs,
+    delta,
+    signature,
+    write_delta,
+    write_patch,
+)
 from storeprobe.errors import ConfigurationError
 from storeprobe.manifest import Piece
 from storeprobe.staging import Staging
@@ -268,7 +277,7 @@ class _VolumeWriter:
 
 
 def _blocks(
-    name: str, path: str, kind: EntryKind, data: Piece | bytes, length: int, mtime: int
+    name: str, path: str, kind: EntryKind, data: Piece | bytes | Spooled, length: int, mtime: int
 ) -> Iterator[_Block]:
     """The tar blocks of one file's data (a snapshot or a delta), 64 KiB each."""
     if length < _BLOCK:
@@ -281,6 +290,8 @@ def _blocks(
         part: Segment
         if isinstance(data, Piece):
             part = Piece(data.dataset, data.file, data.offset + start, size)
+        elif isinstance(data, Spooled):
+            part = data.part(start, size)
         else:
             part = data[start : start + size]
         yield _Block(
@@ -316,6 +327,8 @@ class _DuplicityReplay(Replay):
     signatures: dict[str, Signature] = field(factory=dict)
     times: list[str] = field(factory=list)
     stored: int = 0  # objects written
+    #: the temporary files of the backup under way's large deltas, oldest first
+    spools: list[IO[bytes]] = field(factory=list)
 
     # -- names ------------------------------------------------------------------------
     def _time(self, number: int) -> str:
@@ -379,7 +392,7 @@ class _DuplicityReplay(Replay):
                     yield from _blocks(path, path, "snapshot", piece, file.size, mtime)
                     listed.append((name, "new"))
                 else:
-                    data = delta(base, file_content(version, file))
+                    data = self._delta(base, version, file)
                     yield from _blocks(path, path, "diff", data, len(data), mtime)
                     listed.append((name, "changed"))
                 self.signatures[path] = sig
@@ -390,6 +403,25 @@ class _DuplicityReplay(Replay):
                 if path in old:  # a file (a deleted directory is not listed)
                     listed.append((name, "deleted"))
                 self.signatures.pop(path, None)
+
+    def _delta(self, base: Signature, version: Dataset, file: File) -> bytes | Spooled:
+        """The delta of ``file`` against its last signature: held when the file is at
+        most :data:`_HELD`, else written to a temporary file in ``TMPDIR`` (closed once
+        the volumes holding its blocks are written), so a backup never holds a large
+        file's delta."""
+        if file.size <= _HELD:
+            return delta(base, file_content(version, file))
+        spool = tempfile.TemporaryFile(dir=Staging.check_room(file.size))  # noqa: SIM115
+        self.spools.append(spool)  # closed by _release
+        write_delta(base, file_content(version, file), spool.write)
+        spool.flush()
+        return Spooled(fd=spool.fileno(), length=spool.tell())
+
+    def _release(self, keep: int) -> None:
+        """Close the spooled deltas but the newest ``keep`` (the file whose blocks are
+        being drawn may have some left for the next volume)."""
+        while len(self.spools) > keep:
+            self.spools.pop(0).close()
 
     def _manifest(
         self, listed: list[tuple[str, str]], bounds: list[tuple[str, int | None, str, int | None]]
@@ -436,15 +468,19 @@ class _DuplicityReplay(Replay):
             session.head([blob.key])
             session.head([blob.key])
             volumes.append(_Volume(blob.key, blob.size, tuple(entries)))
+            self._release(keep=1)
 
-        for block in self._blocks_of(version, previous, sigs, files):
-            if writer.entries and writer.full():
+        try:
+            for block in self._blocks_of(version, previous, sigs, files):
+                if writer.entries and writer.full():
+                    upload()
+                writer.add(block)
+            if not writer.entries and not volumes:  # nothing changed: still one volume
+                writer.add(_Block("snapshot/", "", "dir", None, 0, True, None, 0, True))
+            if writer.entries:
                 upload()
-            writer.add(block)
-        if not writer.entries and not volumes:  # nothing changed: still one volume
-            writer.add(_Block("snapshot/", "", "dir", None, 0, True, None, 0, True))
-        if writer.entries:
-            upload()
+        finally:
+            self._release(keep=0)
         sigtar = _sigtar(sigs, self.method.compression)
         self._put(session, Blob.of_bytes(session.key(sig_name), sigtar))
         manifest = self._manifest(files, writer.bounds)
@@ -484,7 +520,7 @@ class _DuplicityReplay(Replay):
                 child.unlink()
         session.listing([session.prefix])
         session.listing([session.prefix])
-        pending: dict[str, bytearray] = {}
+        pending: dict[str, Path | None] = {}
         for backup in self.chain[: version.version + 1]:
             for volume in backup.volumes:
                 session.head([volume.key])
@@ -540,15 +576,20 @@ class _Landed:
 
 #: bytes of a landed volume copied into a restored file at a time
 _PIECE = 8 * MiB
+#: a backup holds the delta of a file up to this size in memory and spools a larger
+#: one to a temporary file
+_HELD = 8 * MiB
 
 
 def _block_number(number: int | None) -> str:
     return " " if number is None else str(number)  # manifest.py's bfmt
 
 
-def _apply(directory: Path, entry: _Entry, body: _Landed, pending: dict[str, bytearray]) -> None:
+def _apply(directory: Path, entry: _Entry, body: _Landed, pending: dict[str, Path | None]) -> None:
     """Apply one tar block of a volume (landed in ``body``) to the restored directory: a
-    snapshot's bytes copied 8 MiB at a time, a delta's collected until it is whole."""
+    snapshot's bytes copied 8 MiB at a time, a delta's collected in a file beside the
+    file it patches until it is whole (``pending``: the paths whose snapshot or delta
+    goes on in a next block, with the delta's file), then the patch streamed from it."""
     target = directory / entry.path if entry.path else directory
     if entry.kind == "dir":
         target.mkdir(parents=True, exist_ok=True)
@@ -565,16 +606,27 @@ def _apply(directory: Path, entry: _Entry, body: _Landed, pending: dict[str, byt
         if entry.last:
             pending.pop(entry.path, None)
         else:
-            pending.setdefault(entry.path, bytearray())
+            pending[entry.path] = None
     else:  # a delta, maybe in several blocks: patch once it is whole
-        collected = pending.setdefault(entry.path, bytearray())
-        collected += body.read(entry.offset, entry.length)
+        collected = pending.get(entry.path) or target.with_name(target.name + ".storeprobe-delta")
+        with open(collected, "ab" if entry.path in pending else "wb") as out:
+            for piece in body.pieces(entry.offset, entry.length):
+                out.write(piece)
+        pending[entry.path] = collected
         if entry.last:
             del pending[entry.path]
             part = target.with_name(target.name + ".storeprobe-part")
             with open(target, "rb") as basis, open(part, "wb") as out:
-                write_patch(basis, bytes(collected), out.write)
+                write_patch(basis, _read_pieces(collected), out.write)
             os.replace(part, target)
+            collected.unlink()
+
+
+def _read_pieces(path: Path) -> Iterator[bytes]:
+    """The bytes of ``path``, 1 MiB at a time."""
+    with open(path, "rb") as source:
+        while piece := source.read(MiB):
+            yield piece
 
 
 def _size_at_least(value: int | str, minimum: int, name: str, why: str, example: str) -> int:

@@ -27,13 +27,18 @@ __all__ = ["Blob", "BlobPayloads", "Read", "Segment", "Spooled"]
 
 @frozen(eq=False)
 class Spooled:
-    """Bytes ``[0, length)`` of an open temporary file (``fd``) that the method wrote
-    (a reverse delta of a large file), read with ``pread`` when a body is made, so
+    """Bytes ``[offset, offset + length)`` of an open temporary file (``fd``) that the
+    method wrote (a delta of a large file), read with ``pread`` when a body is made, so
     memory holds the parts in flight, not the object. The method closes the file once
     the object is written."""
 
     fd: int
     length: int
+    offset: int = 0
+
+    def part(self, start: int, length: int) -> Spooled:
+        """Bytes ``[start, start + length)`` of these."""
+        return Spooled(fd=self.fd, length=length, offset=self.offset + start)
 
     def __len__(self) -> int:
         return self.length
@@ -42,7 +47,7 @@ class Spooled:
         """Bytes ``[offset, offset + len(out))`` into ``out``."""
         done = 0
         while done < len(out):
-            got = os.preadv(self.fd, [out[done:]], offset + done)
+            got = os.preadv(self.fd, [out[done:]], self.offset + offset + done)
             if got == 0:
                 raise OSError(f"a spooled file ended at {offset + done} of {self.length} bytes")
             done += got
