@@ -163,6 +163,9 @@ class CountingProxy:
         #: called likewise; True makes the proxy forward the answer's head and half its
         #: body, then close the connection (an answer cut off, as a reset link cuts it)
         self.cut_when: Callable[[str, str, int], bool] | None = None
+        #: called likewise; a number of seconds makes the proxy hold the answer that long
+        #: after the server gave it (a storage slow to answer), then forward it whole
+        self.delay_when: Callable[[str, str, int], float] | None = None
         #: set by ``gather``: the requests held until they are in flight together
         self.gathering: _Gathering | None = None
         self._loop = asyncio.new_event_loop()
@@ -292,9 +295,13 @@ class CountingProxy:
                 response_head = await _read_head(up_r)
                 if response_head is None:
                     raise ConnectionError("upstream closed")
+                status = int(response_head.split(b" ", 2)[1])
+                if status >= 200 and self.delay_when is not None:
+                    await asyncio.sleep(
+                        self.delay_when(method, path.decode("latin-1"), self.requests)
+                    )
                 client_w.write(response_head)
                 await client_w.drain()
-                status = int(response_head.split(b" ", 2)[1])
                 if 100 <= status < 200:
                     continue
                 break

@@ -511,3 +511,63 @@ def test_an_answer_cut_off_is_retried_and_counted(counting_proxy: CountingProxy)
     assert sample.responses == 12 + 1  # the cut answer began: an answer, retried
     assert sample.requests_by_kind == {"get": 12}
     assert Code.RETRIED in {notice.code for notice in down.warnings}
+
+
+@pytest.mark.s3
+def test_s3fs_waits_for_a_slow_answer_instead_of_resending(
+    counting_proxy: CountingProxy,
+) -> None:
+    # botocore's own read timeout (s3fs sets 15 s) used to resend a part whose answer took
+    # longer: a retry no storage asked for, which rclone serve s3 cannot take once the
+    # part's bytes reached its backend (it failed the upload: InvalidPart). As on obstore,
+    # the probe's timeout (300 s) governs: the slow answer is waited for.
+    held: list[str] = []
+
+    def first_part(method: str, path: str, number: int) -> float:
+        if method == "PUT" and "/r0-" in path and "partNumber=1&" in f"{path}&" and not held:
+            held.append(path)
+            return 16.0  # longer than s3fs's 15 s
+        return 0.0
+
+    counting_proxy.delay_when = first_part
+    options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
+    probe = Probe.from_url(
+        "s3://bench/slow-answer", options, client="s3fs", streams=3, repeats=1, part_size="5MiB"
+    )
+    up = probe.upload(Workload(count=1, size="15MiB"))
+    assert up.ok, up.errors
+    assert held  # the answer to the first part was held past s3fs's 15 s
+    (sample,) = up.samples
+    assert sample.retries == 0
+    parts = [p for m, p in counting_proxy.targets if m == "PUT" and "partNumber=" in p]
+    assert len(parts) == 3  # 3 × 5 MiB, each sent once
+    assert Code.RETRIED not in {notice.code for notice in up.warnings}
+
+
+@pytest.mark.s3
+def test_a_read_timeout_given_to_s3fs_is_kept(counting_proxy: CountingProxy) -> None:
+    held: list[str] = []
+
+    def first_part(method: str, path: str, number: int) -> float:
+        if method == "PUT" and "/r0-" in path and "partNumber=1&" in f"{path}&" and not held:
+            held.append(path)
+            return 3.0  # longer than the 1 s asked for below
+        return 0.0
+
+    counting_proxy.delay_when = first_part
+    options = {
+        **s3_options(f"http://127.0.0.1:{counting_proxy.port}"),
+        "config_kwargs": {"read_timeout": 1},
+    }
+    probe = Probe.from_url(
+        "s3://bench/read-timeout", options, client="s3fs", streams=3, repeats=1, part_size="5MiB"
+    )
+    up = probe.upload(Workload(count=1, size="15MiB"))
+    assert up.ok, up.errors  # the server had taken the part: sent again, it is the same
+    assert held
+    (sample,) = up.samples
+    parts = [p for m, p in counting_proxy.targets if m == "PUT" and "partNumber=" in p]
+    # the first part sent again at least once (any part may be, on a loaded machine, whose
+    # answer takes over 1 s): every part sent beyond the three is a counted retry
+    assert parts.count(held[0]) >= 2
+    assert sample.retries == len(parts) - 3

@@ -30,7 +30,14 @@ from storeprobe.request import AsyncCall, AsyncJob, Body, Kind, Outcome, Request
 from storeprobe.transfer import Clock
 from storeprobe.units import MiB
 
-__all__ = ["ObstoreAzureBackend", "ObstoreGCSBackend", "open_store"]
+__all__ = ["CLIENT_TIMEOUT_S", "ObstoreAzureBackend", "ObstoreGCSBackend", "open_store"]
+
+
+#: Seconds a client may wait for an answer by its own clock: a day, so that the probe's
+#: ``timeout`` (per request and per untimed step, :mod:`storeprobe.transfer`'s watchdog)
+#: governs on every client, not obstore's 30 s or s3fs's 15 s, after which each would
+#: resend the request by itself.
+CLIENT_TIMEOUT_S = 86_400
 
 
 def open_store(
@@ -49,7 +56,7 @@ def open_store(
     obstore's (``root_certificate``...); ``extra``: a ``credential_provider``."""
     from obstore.fsspec import FsspecStore
 
-    options: dict[str, Any] = {"timeout": "86400s", **(client_options or {})}
+    options: dict[str, Any] = {"timeout": f"{CLIENT_TIMEOUT_S}s", **(client_options or {})}
     endpoint = config.get("endpoint") or config.get("base_url") or ""
     if str(endpoint).startswith("http://"):
         options["allow_http"] = True

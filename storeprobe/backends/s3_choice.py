@@ -40,7 +40,7 @@ from fsspec.core import url_to_fs
 
 from storeprobe.backends.base import AsyncBackend
 from storeprobe.backends.obstore import ObstoreBackend
-from storeprobe.backends.obstore_stores import open_store
+from storeprobe.backends.obstore_stores import CLIENT_TIMEOUT_S, open_store
 from storeprobe.backends.registry import REGISTRY
 from storeprobe.backends.s3_endpoint import CHECKSUM_SETTINGS, S3Endpoint, fsspec_defaults
 from storeprobe.backends.s3fs import S3Backend
@@ -197,7 +197,11 @@ def s3fs_options(options: Mapping[str, Any], endpoint: S3Endpoint) -> dict[str, 
     ``REQUESTS_CA_BUNDLE`` or ``SSL_CERT_FILE``, nor fsspec's configuration where
     ``client_kwargs`` are given. On an endpoint that is not AWS's, with no checksum mode
     set anywhere, ``config_kwargs`` get ``when_required`` checksums (see
-    :mod:`.s3_endpoint`)."""
+    :mod:`.s3_endpoint`). Unless ``config_kwargs`` name one, botocore's ``read_timeout``
+    is lifted (s3fs's is 15 s) so that the probe's ``timeout`` governs, as on obstore:
+    otherwise botocore resends a request whose answer takes longer, a retry the storage
+    did not ask for (and one ``rclone serve s3`` cannot take for a multipart part whose
+    bytes it already streamed: it fails the whole upload with ``InvalidPart``)."""
     merged = {**fsspec_defaults(), **options}
     raw = merged.get("client_kwargs")
     client = dict(raw) if isinstance(raw, Mapping) else {}
@@ -212,12 +216,13 @@ def s3fs_options(options: Mapping[str, Any], endpoint: S3Endpoint) -> dict[str, 
         client["verify"] = verify  # the bundle obstore trusts, wherever it was named
     if client:
         handed["client_kwargs"] = client
+    raw_config = merged.get("config_kwargs")
+    config = dict(raw_config) if isinstance(raw_config, Mapping) else {}
+    config.setdefault("read_timeout", CLIENT_TIMEOUT_S)
     if endpoint.checksums_chosen:
-        raw_config = merged.get("config_kwargs")
-        config = dict(raw_config) if isinstance(raw_config, Mapping) else {}
         for name in CHECKSUM_SETTINGS:
             config.setdefault(name, endpoint.checksums)
-        handed["config_kwargs"] = config
+    handed["config_kwargs"] = config
     return handed
 
 
