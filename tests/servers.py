@@ -66,23 +66,32 @@ def wait_http(port: int, process: subprocess.Popen[bytes], deadline_s: float = 3
 class Server:
     """A running server process and how to reach it."""
 
-    def __init__(self, process: subprocess.Popen[bytes], port: int, root: Path | None) -> None:
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        port: int,
+        root: Path | None,
+        front: subprocess.Popen[bytes] | None = None,
+    ) -> None:
         self.process = process
         self.port = port
         self.root = root
+        #: a process in front of the server that clients reach it through (``port`` is its)
+        self.front = front
 
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
+        for process in (self.process, self.front):
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(5)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(5)
 
 
 def _rclone() -> str:
@@ -113,7 +122,11 @@ def rclone_config_create(config: Path, name: str, kind: str, *pairs: str) -> Non
 def rclone_s3(
     root: Path, buckets: tuple[str, ...] = ("bench",), extra: tuple[str, ...] = ()
 ) -> Iterator[Server]:
-    """``rclone serve s3`` over ``root``; each bucket is a top-level folder."""
+    """``rclone serve s3`` over ``root``; each bucket is a top-level folder.
+
+    Clients reach it through :mod:`tests.folder_gate`, which sends the first write into
+    a new folder alone (rclone loses objects written while several requests create one
+    folder at once); over TLS (``--cert`` in ``extra``) they reach rclone itself."""
     for bucket in buckets:
         (root / bucket).mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -136,9 +149,23 @@ def rclone_s3(
     server = Server(process, port, root)
     try:
         wait_http(port, process)
+        if "--cert" not in extra:
+            server.front = _folder_gate(port, root)
+            assert server.front.stdout is not None
+            server.port = int(server.front.stdout.readline())
+            wait_http(server.port, server.front)
         yield server
     finally:
         server.stop()
+
+
+def _folder_gate(upstream_port: int, root: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.folder_gate", str(upstream_port), str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
 
 
 def wait_tcp(port: int, process: subprocess.Popen[bytes], deadline_s: float = 30.0) -> None:
