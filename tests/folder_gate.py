@@ -24,8 +24,10 @@ or POST ``?delete``) empties the set when it starts and when it ends, because rc
 removes a folder a delete leaves empty. Nothing else is held, so the requests a probe
 keeps in flight are what the server sees once a folder exists.
 
-Run as ``python -m tests.folder_gate UPSTREAM_PORT ROOT``; it prints the port it listens
-on, then serves until it is terminated.
+Run as ``python -m tests.folder_gate UPSTREAM_PORT ROOT [CERT KEY]``; it prints the port
+it listens on, then serves until it is terminated. With a certificate and its key (those
+rclone serves HTTPS with) it serves HTTPS with them and speaks HTTPS to rclone, so a
+client verifies the same certificate chain it would verify at rclone.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import ssl
 import sys
 from pathlib import Path
 from urllib.parse import unquote
@@ -70,15 +73,20 @@ def is_delete(method: str, target: str) -> bool:
 class Gate:
     """Forward ``127.0.0.1:<port>`` to ``upstream_port``; first writes into new folders alone."""
 
-    def __init__(self, upstream_port: int, root: Path) -> None:
+    def __init__(
+        self, upstream_port: int, root: Path, upstream_tls: ssl.SSLContext | None = None
+    ) -> None:
         self.upstream_port = upstream_port
         self.root = root
+        self.upstream_tls = upstream_tls
         self.known: set[str] = set()
         self._lock = asyncio.Lock()
 
     async def handle(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         try:
-            up_r, up_w = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+            up_r, up_w = await asyncio.open_connection(
+                "127.0.0.1", self.upstream_port, ssl=self.upstream_tls
+            )
         except OSError:
             client_w.close()
             return
@@ -156,9 +164,18 @@ async def _exchange(
     return status
 
 
-async def _serve(upstream_port: int, root: Path) -> None:
-    gate = Gate(upstream_port, root)
-    server = await asyncio.start_server(gate.handle, "127.0.0.1", 0)
+async def _serve(upstream_port: int, root: Path, tls: tuple[str, str] | None) -> None:
+    served: ssl.SSLContext | None = None
+    upstream: ssl.SSLContext | None = None
+    if tls is not None:  # clients see the server's own certificate; rclone is on loopback
+        served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        served.load_cert_chain(*tls)
+        served.set_alpn_protocols(["http/1.1"])
+        upstream = ssl.create_default_context()
+        upstream.check_hostname = False
+        upstream.verify_mode = ssl.CERT_NONE
+    gate = Gate(upstream_port, root, upstream)
+    server = await asyncio.start_server(gate.handle, "127.0.0.1", 0, ssl=served)
     print(server.sockets[0].getsockname()[1], flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -169,7 +186,8 @@ async def _serve(upstream_port: int, root: Path) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: python -m tests.folder_gate UPSTREAM_PORT ROOT")
+    if len(sys.argv) not in (3, 5):
+        sys.exit("usage: python -m tests.folder_gate UPSTREAM_PORT ROOT [CERT KEY]")
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    asyncio.run(_serve(int(sys.argv[1]), Path(sys.argv[2])))
+    tls = (sys.argv[3], sys.argv[4]) if len(sys.argv) == 5 else None
+    asyncio.run(_serve(int(sys.argv[1]), Path(sys.argv[2]), tls))

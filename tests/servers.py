@@ -126,7 +126,8 @@ def rclone_s3(
 
     Clients reach it through :mod:`tests.folder_gate`, which sends the first write into
     a new folder alone (rclone loses objects written while several requests create one
-    folder at once); over TLS (``--cert`` in ``extra``) they reach rclone itself."""
+    folder at once); with ``--cert`` and ``--key`` in ``extra`` the gate serves HTTPS
+    with that certificate."""
     for bucket in buckets:
         (root / bucket).mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -149,19 +150,18 @@ def rclone_s3(
     server = Server(process, port, root)
     try:
         wait_http(port, process)
-        if "--cert" not in extra:
-            server.front = _folder_gate(port, root)
-            assert server.front.stdout is not None
-            server.port = int(server.front.stdout.readline())
-            wait_http(server.port, server.front)
+        server.front = _folder_gate(port, root, extra)
+        assert server.front.stdout is not None
+        server.port = int(server.front.stdout.readline())  # printed once it listens
         yield server
     finally:
         server.stop()
 
 
-def _folder_gate(upstream_port: int, root: Path) -> subprocess.Popen[bytes]:
+def _folder_gate(upstream_port: int, root: Path, extra: tuple[str, ...]) -> subprocess.Popen[bytes]:
+    tls = [extra[extra.index(flag) + 1] for flag in ("--cert", "--key") if flag in extra]
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.folder_gate", str(upstream_port), str(root)],
+        [sys.executable, "-m", "tests.folder_gate", str(upstream_port), str(root), *tls],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         cwd=Path(__file__).resolve().parent.parent,
