@@ -16,7 +16,9 @@ verified) in a process of its own and reports:
 Datasets: ``tree`` is ``Tree.source_tree(scale=1.0)`` (58 000 files, 1.76 GB), six
 versions; ``image`` a 4 GiB ``Image`` (64 KiB blocks), three versions. Targets: the
 local disk (a directory under ``--work``) and ``rclone serve s3`` on 127.0.0.1 (started
-here, its root under ``--work``).
+here, its root under ``--work``), reached through the test suite's folder gate (a Python
+proxy that sends the first write into a new folder alone: without it rclone v1.75.2
+loses objects written into a folder several PUTs create at once).
 
     python benchmarks/full_size.py [--cases tree:files:local:1 image:chunks:s3:4 ...]
         [--work DIR] [--json FILE]
@@ -110,7 +112,10 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _rclone(root: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _rclone(root: Path) -> tuple[list[subprocess.Popen[bytes]], str]:
+    """rclone serve s3 over ``root``, reached through the test suite's folder gate
+    (``tests/folder_gate.py``: the first write into a new folder goes alone, else rclone
+    v1.75.2 loses objects that several PUTs write while they make one folder at once)."""
     (root / "bench").mkdir(parents=True, exist_ok=True)
     port = _free_port()
     server = subprocess.Popen(
@@ -123,7 +128,13 @@ def _rclone(root: Path) -> tuple[subprocess.Popen[bytes], str]:
             if sock.connect_ex(("127.0.0.1", port)) == 0:
                 break
         time.sleep(0.1)
-    return server, f"http://127.0.0.1:{port}"
+    gate = subprocess.Popen(
+        [sys.executable, "-m", "tests.folder_gate", str(port), str(root)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
+    )  # fmt: skip
+    assert gate.stdout is not None
+    gate_port = int(gate.stdout.readline())  # printed once it listens
+    return [server, gate], f"http://127.0.0.1:{gate_port}"
 
 
 def main() -> None:
@@ -139,10 +150,10 @@ def main() -> None:
     for case in args.cases:
         kind, method, where, streams = case.split(":")
         with tempfile.TemporaryDirectory(dir=args.work, prefix="full-size-") as scratch:
-            server = None
+            servers: list[subprocess.Popen[bytes]] = []
             options: dict[str, object] = {}
             if where == "s3":
-                server, endpoint = _rclone(Path(scratch) / "s3root")
+                servers, endpoint = _rclone(Path(scratch) / "s3root")
                 url = f"s3://bench/{kind}-{method}"
                 options = {
                     "key": "testkey",
@@ -162,7 +173,7 @@ def main() -> None:
             try:
                 figures = _last_json(code)
             finally:
-                if server is not None:
+                for server in servers:
                     server.terminate()
                     server.wait(timeout=30)
                 shutil.rmtree(Path(scratch) / "s3root", ignore_errors=True)
