@@ -6,8 +6,11 @@ storeprobe's own functions, wrapped for the run: :class:`Phases`; no library cod
 1. **Behind round trips.** ``rclone serve s3`` on 127.0.0.1, reached directly (0 ms) or
    through ``tests/delay_proxy.py`` (10 ms and 50 ms each way: 20 and 100 ms of round
    trip). The four seed probes (upload and download, small and large) at 1 and 8 streams,
-   3 repeats each (the default), at modest sizes so the run ends in minutes: small =
-   256 × 16 KiB (64 × 16 KiB from 100 ms on), large = 1 × 32 MiB (``--large``). For each
+   3 repeats each (the default), by default at modest sizes so the run ends in minutes:
+   small = 256 × 16 KiB (64 × 16 KiB from 100 ms on: ``--far-count``), large = 1 × 32 MiB
+   (``--large``); ``--far-count 256 --large 256MiB`` measures the seed probes' own sizes.
+   The server is reached through the test suite's folder gate (``tests.servers.rclone_s3``:
+   rclone loses objects several PUTs write into a new folder at once). For each
    call: its wall time, its timed windows (the sum of the Result's samples), wall ÷
    windows, and for a download the time its objects took to upload, untimed, at the
    preparation concurrency (``prep_streams``, 32; every repeat uploads its own objects),
@@ -20,7 +23,8 @@ storeprobe's own functions, wrapped for the run: :class:`Phases`; no library cod
    goes (payload generation, fsync and page-cache eviction, verification, deletes, ...).
 
     python benchmarks/answer_time.py [--rtt-ms 0 20 100] [--streams 1 8] [--large 32MiB]
-        [--workloads small large] [--client auto] [--skip-local] [--skip-remote] [--json out.json]
+        [--far-count 64] [--workloads small large] [--client auto] [--skip-local]
+        [--skip-remote] [--json out.json]
 """
 
 from __future__ import annotations
@@ -103,10 +107,11 @@ def _execute_label(self: Measurement, backend: Any, plan: Any, **kwargs: Any) ->
 def instrumented() -> Iterator[Phases]:
     """storeprobe's phases, each wrapped in a timer for the duration."""
     phases = Phases()
-    phases.wrap(measurement, "open_run", "open run (environment, bucket check, prefix)")
+    phases.wrap(repeats, "open_run", "open run (environment, bucket check, prefix)")
     phases.wrap(repeats.Housekeeping, "writer", "conditional-write check")
     phases.wrap(Measurement, "_bodies", "payload generation")
     phases.wrap(Measurement, "_execute", _execute_label)
+    phases.wrap(Measurement, "_confirm_sizes", "size-check listing")
     phases.wrap(repeats, "delete_names", "deletes")
     phases.wrap(repeats, "clear_prefix", "listing after the deletes")
     phases.wrap(repeats, "remove_folders", "prefix removal")
@@ -161,7 +166,7 @@ def remote(args: argparse.Namespace, phases: Phases) -> list[dict[str, Any]]:
     large = Workload(count=1, size=args.large)
     with tempfile.TemporaryDirectory(dir="/var/tmp") as root, rclone_s3(Path(root)) as server:
         for rtt in args.rtt_ms:
-            small = Workload(count=64 if rtt >= FAR_MS else 256, size="16KiB")
+            small = Workload(count=args.far_count if rtt >= FAR_MS else 256, size="16KiB")
             with reached(server.port, rtt) as endpoint:
                 for streams in args.streams:
                     probe = Probe.from_url(
@@ -252,6 +257,7 @@ ORDER = (
     "memory check",
     "conditional-write check",
     "payload generation",
+    "size-check listing",
     "untimed head",
     "untimed put",
     "eviction (fsync + fadvise)",
@@ -330,6 +336,12 @@ def main() -> None:
     parser.add_argument("--streams", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--large", default="32MiB", help="size of the large probe's object")
     parser.add_argument(
+        "--far-count",
+        type=int,
+        default=64,
+        help=f"objects of the small probes from {FAR_MS:g} ms on (256: the seed probe's)",
+    )
+    parser.add_argument(
         "--workloads", nargs="+", choices=["small", "large"], default=["small", "large"]
     )
     parser.add_argument("--client", default="auto", choices=["auto", "obstore", "s3fs"])
@@ -348,7 +360,8 @@ def main() -> None:
             out["local"] = local_run(phases)
     end_load = Path("/proc/loadavg").read_text().split()[0]
     print(
-        f"rclone serve s3 on 127.0.0.1 (small 256 × 16 KiB, 64 from {FAR_MS:g} ms; large "
+        f"rclone serve s3 on 127.0.0.1 (small 256 × 16 KiB, {args.far_count} from "
+        f"{FAR_MS:g} ms; large "
         f"1 × {args.large}; 3 repeats); load average {load} at the start, {end_load} at "
         f"the end; {time.perf_counter() - began:.0f} s in all"
     )

@@ -430,15 +430,11 @@ def clear_prefix(
 
 
 def _listed(target: Target, prefix: str, timeout: float | None) -> list[str]:
-    """Every name listed under ``prefix`` (none when it does not exist)."""
-    backend = target.backend
-    found: list[list[str]] = []
-    backend.fs.invalidate_cache()
-    try:
-        bounded(lambda: found.append(sorted(backend.fs.find(prefix))), timeout)
-    except FileNotFoundError:
-        return []
-    return [name for name in found[0] if name.startswith(prefix + "/")]
+    """Every name listed under ``prefix`` (none when it does not exist), by the
+    backend's own listing (:meth:`~storeprobe.backends.base.Backend.listed`)."""
+    found: list[dict[str, int]] = []
+    bounded(lambda: found.append(target.backend.listed(prefix)), timeout)
+    return sorted(found[0])
 
 
 #: the object a run whose workers write side by side keeps under its prefix until cleanup

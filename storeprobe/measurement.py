@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import posixpath
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
@@ -341,10 +342,23 @@ class Measurement:
             del bodies
         backend.after_upload(names)
         if backend.capabilities.confirms_size:
-            heads = head_plan(names)
-            run = self._execute(backend, heads)
-            check_sizes(heads.requests, run.outcomes, workload.object_sizes.tolist())
+            self._confirm_sizes(backend, names, workload.object_sizes.tolist())
         backend.fs.invalidate_cache()
+
+    def _confirm_sizes(self, backend: Backend, names: list[str], sizes: list[int]) -> None:
+        """Each object's size after the setup upload: one listing of their folder (a
+        request a thousand names) and a HEAD of each name it does not show at its size (a
+        listing may lag a write on some storages, or be forbidden: a HEAD decides)."""
+        found: list[dict[str, int]] = []
+        folder = posixpath.commonpath([posixpath.dirname(name) for name in names])
+        with contextlib.suppress(Exception):
+            bounded(lambda: found.append(backend.listed(folder)), self.settings.timeout)
+        listed = found[0] if found else {}
+        unseen = [i for i, name in enumerate(names) if listed.get(name) != sizes[i]]
+        if unseen:
+            heads = head_plan([names[i] for i in unseen])
+            run = self._execute(backend, heads)
+            check_sizes(heads.requests, run.outcomes, [sizes[i] for i in unseen])
 
     def _reader(
         self, layout: Layout, opened: Opened, house: Housekeeping

@@ -444,3 +444,50 @@ def test_prep_streams_stay_outside_the_windows(
     assert result.streams == 1
     assert result.effective_streams == 1
     assert not any(name.startswith("prep") for name in tree(s3_bucket_dir))
+
+
+def _is_listing(method: str, path: str) -> bool:
+    return method == "GET" and "list-type=2" in path
+
+
+@CLIENTS
+@pytest.mark.parametrize("listing", ["answered", "refused"])
+def test_a_download_checks_its_sizes_by_one_listing_and_heads_only_what_it_lacks(
+    counting_proxy: CountingProxy, s3_bucket_dir: Path, client: str, listing: str
+) -> None:
+    # the objects a download reads are uploaded first (untimed) and their sizes checked:
+    # one listing of their folder where it shows them all at their sizes, a HEAD each
+    # only where it cannot (here: the listing refused with 403, as credentials without
+    # s3:ListBucket refuse it)
+    folder = f"sizes-{client}-{listing}"
+    options = s3_options(f"http://127.0.0.1:{counting_proxy.port}")
+    probe = Probe.from_url(f"s3://bench/{folder}", options, client=client, repeats=1)
+    workload = Workload(count=40, size="4KiB")
+    refused: list[str] = []
+
+    def refuse_first_listing(method: str, path: str, n: int) -> int | None:
+        # the first listing of the run's folder (the bucket's own check lists no prefix)
+        if listing == "refused" and not refused and _is_listing(method, path) and folder in path:
+            refused.append(path)
+            return 403
+        return None
+
+    counting_proxy.reset()
+    counting_proxy.fail_when = refuse_first_listing
+    try:
+        result = probe.measure("download", workload)
+    finally:
+        counting_proxy.fail_when = None
+    assert result.ok, result.errors
+    objects = [
+        path for method, path in counting_proxy.targets if method == "HEAD" and "/r0-" in path
+    ]
+    listings = [path for method, path in counting_proxy.targets if _is_listing(method, path)]
+    assert len(listings) >= 2  # the size check's, then the cleanup's
+    if listing == "answered":
+        assert objects == []
+    else:
+        assert len(refused) == 1
+        assert len(objects) == workload.count
+        assert len(set(objects)) == workload.count
+    assert tree(s3_bucket_dir / folder) == {}

@@ -214,6 +214,18 @@ class Backend:
         """Untimed step between a setup upload and a timed download (evict caches)."""
         self.fs.invalidate_cache()
 
+    def listed(self, prefix: str) -> dict[str, int]:
+        """Every object under the folder ``prefix`` (at any depth) and its size in bytes,
+        from a fresh listing (untimed; empty when nothing is there). The default asks
+        fsspec (``find``); a client with a cheaper native listing overrides it."""
+        self.fs.invalidate_cache()
+        try:
+            found = self.fs.find(prefix, detail=True)
+        except FileNotFoundError:
+            return {}
+        inside = prefix.rstrip("/") + "/"
+        return {name: int(info["size"]) for name, info in found.items() if name.startswith(inside)}
+
     def cache_suspect(self) -> str | None:
         """Why a download might be served from a cache on this platform, or None."""
         return None
