@@ -504,6 +504,37 @@ def test_an_object_larger_than_a_window_is_staged_both_ways(
     assert landed == [image.total_bytes] * gets  # and every GET of it lands in a file
 
 
+def test_an_object_larger_than_a_window_lands_in_a_file_over_sftp(
+    ssh_server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over SFTP too, a restore's GET of an object above the budget lands in a staging
+    file block by block as it arrives (asyncssh's ``read_parallel``), never joined
+    into one ``bytes``; every byte restored and checked."""
+    import storeprobe.staging as staging_module
+
+    blank = staging_module.Staging.blank.__func__  # type: ignore[attr-defined]
+    landed: list[int] = []
+
+    def counted_blank(cls: type, size: int, directory: Any = None) -> Any:
+        landed.append(size)
+        return blank(cls, size, directory)
+
+    monkeypatch.setattr(staging_module.Staging, "blank", classmethod(counted_blank))
+    monkeypatch.setattr(session_module, "WINDOW_BUDGET", 256 * 1024)
+    assert ssh_server.root is not None
+    root = ssh_server.root / "staged-restore"
+    root.mkdir(exist_ok=True)
+    image = Image.create("3MiB", block_size="64KiB", seed=6)
+    versions = [image, image.evolve(seed=2)]
+    probe = Probe.from_url(f"sftp://127.0.0.1{root}", ssh_options(ssh_server), streams=2)
+    results = probe.backup_restore(versions[0], versions=versions, method="files")
+    assert all(r.ok for r in results), [r.errors for r in results]
+    gets = sum(counts.get("get", 0) for counts in _counts(results))
+    assert gets >= 2
+    assert landed == [image.total_bytes] * gets
+    assert tree(root) == {}
+
+
 def test_chunks_cut_window_by_window_are_the_chunks_of_the_whole() -> None:
     data = Image.create("3MiB", block_size="64KiB", seed=9).payload(
         Image.create("3MiB", block_size="64KiB", seed=9).file

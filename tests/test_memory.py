@@ -21,7 +21,7 @@ import pytest
 
 from storeprobe.staging import CHUNK
 from storeprobe.units import MiB
-from tests.conftest import s3_options
+from tests.conftest import s3_options, ssh_options
 from tests.servers import Server
 
 if TYPE_CHECKING:
@@ -115,6 +115,22 @@ def test_s3_keeps_memory_bounded(
     assert figures["client"] == client
     assert "staged" in figures["strategy"]
     _check(figures)
+
+
+@pytest.mark.parametrize("streams", [1, 8])
+def test_sftp_keeps_memory_bounded(ssh_server: Server, tmp_path: Path, streams: int) -> None:
+    # one stream: one read landing in a staging file block by block; eight: ranges
+    assert ssh_server.root is not None
+    folder = ssh_server.root / f"memory-{streams}"
+    folder.mkdir()
+    url = f"sftp://127.0.0.1{folder}"
+    figures = _peak(url, ssh_options(ssh_server), streams, tmp_path)
+    assert figures["client"] == "sshfs"
+    assert "staged" in figures["strategy"]
+    if streams == 1:
+        assert "one request, through a staged local file" in figures["strategy"]
+    _check(figures)
+    assert list(folder.iterdir()) == []
 
 
 def _layout(backend: str, operation: Operation, streams: int, size: int, count: int = 1) -> Any:

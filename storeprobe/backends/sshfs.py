@@ -4,7 +4,9 @@ One stream is one SFTP file transfer on one channel; asyncssh pipelines the READ
 WRITE packets of that transfer, as OpenSSH's ``sftp`` does. Writes are create-only
 (``FXF_EXCL``). A split upload creates the file, then writes parts at their offsets over
 N channels; a split download reads ranges with ``read(size, offset)`` (sshfs's own
-``cat_file`` ignores ranges and returns the whole file). A link is one
+``cat_file`` ignores ranges and returns the whole file). A read that lands in a staging
+file (a whole object or a range above the staging threshold) writes each block there as
+it arrives (``read_parallel``), so it is never held whole. A link is one
 ``hardlink@openssh.com`` request (asyncssh's ``SFTPClient.link``), a rename one
 ``posix-rename@openssh.com`` (``posix_rename``: replaces an existing name, as
 ``rename(2)``); both are OpenSSH extensions, which other SFTP servers may lack.
@@ -20,6 +22,7 @@ from typing import Any
 from storeprobe.backends.base import AsyncBackend, AsyncUpload, Capabilities, Landing, source_of
 from storeprobe.backends.registry import ClientSpec
 from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request
+from storeprobe.staging import Staging
 from storeprobe.transfer import Clock
 
 __all__ = ["SPEC", "SFTPBackend"]
@@ -51,7 +54,7 @@ class SFTPBackend(AsyncBackend):
     """sshfs (see the module docstring)."""
 
     name = "sshfs"
-    capabilities = Capabilities(splits_uploads=True, multipart_complete=False)
+    capabilities = Capabilities(splits_uploads=True, multipart_complete=False, lands_in_file=True)
     upload = SFTPUpload
 
     def body(self, workload: Payloads, part: Part) -> Body:
@@ -84,6 +87,8 @@ class SFTPBackend(AsyncBackend):
 
         async def get() -> Outcome:
             async with pool.get() as channel, channel.open(path, "rb") as handle:
+                if isinstance(into, Staging):
+                    return Outcome(received=await _land(handle, into, start, stop))
                 if start is not None and stop is not None:
                     data = await handle.read(stop - start, start)
                 else:
@@ -150,6 +155,19 @@ def _entries(names: list[str]) -> Outcome:
 def _nothing(answer: object) -> Outcome:
     """The Outcome of a request whose answer carries no figure (a delete, a link)."""
     return Outcome()
+
+
+async def _land(handle: Any, into: Staging, start: int | None, stop: int | None) -> int:
+    """Read the file (or its bytes ``start``..``stop``) into the staging file, each block
+    written at its place as it arrives: asyncssh's ``read_parallel`` pipelines the READs
+    as ``read`` does, but hands each block over instead of joining them into one
+    ``bytes``, so memory holds the blocks in flight, not the object. The bytes received."""
+    first = 0 if start is None else start
+    size = -1 if stop is None else stop - first
+    received = 0
+    async for offset, data in await handle.read_parallel(size, first):
+        received += into.write(offset - first, data)
+    return received
 
 
 def _write(pool: Any, request: Request, body: Body | None, flags: int) -> AsyncJob:
