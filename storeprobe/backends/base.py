@@ -37,7 +37,7 @@ files.
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import ClassVar, Generic, NoReturn, TypeVar
@@ -210,8 +210,12 @@ class Backend:
         """Remove the (now empty) run prefix; never recursive."""
         self.fs.rmdir(prefix)
 
-    def after_upload(self, paths: Sequence[str]) -> None:
-        """Untimed step between a setup upload and a timed download (evict caches)."""
+    def after_upload(self, paths: Sequence[str], *, synced: Collection[str] = ()) -> None:
+        """Untimed step between a setup upload and a timed download (evict caches).
+
+        ``synced``: those of ``paths`` whose bytes are known to be on the storage already
+        (written by this client's own PUT, which flushes them, or only read since), so
+        a client that must flush a file before dropping it from a cache need not."""
         self.fs.invalidate_cache()
 
     def listed(self, prefix: str) -> dict[str, int]:

@@ -26,7 +26,7 @@ import errno
 import os
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from storeprobe.backends.base import Capabilities, Landing, SyncBackend, SyncUpload, source_of
 from storeprobe.backends.registry import ClientSpec
@@ -242,9 +242,12 @@ class LocalBackend(SyncBackend):
     def remove_prefix(self, prefix: str) -> None:
         os.rmdir(prefix)
 
-    def after_upload(self, paths: Sequence[str]) -> None:
+    def after_upload(self, paths: Sequence[str], *, synced: Collection[str] = ()) -> None:
+        # a PUT here fsyncs what it wrote: only other files are flushed before eviction
+        # (the kernel does not drop dirty pages)
+        known = frozenset(synced)
         for path in paths:
-            evict_from_page_cache(path)
+            evict_from_page_cache(path, flush=path not in known)
 
     def cache_suspect(self) -> str | None:
         if not hasattr(os, "posix_fadvise"):
@@ -326,13 +329,16 @@ def _link(source: str, path: str) -> Outcome:
     return Outcome()
 
 
-def evict_from_page_cache(path: str) -> None:
-    """Ask the kernel to drop ``path`` from the page cache (no-op where unsupported)."""
+def evict_from_page_cache(path: str, *, flush: bool = True) -> None:
+    """Ask the kernel to drop ``path`` from the page cache (no-op where unsupported);
+    ``flush``: write its dirty pages first (the kernel keeps dirty pages; without it,
+    only a file already on the disk is dropped whole)."""
     if not hasattr(os, "posix_fadvise"):
         return
     fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        if flush:
+            os.fsync(fd)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)

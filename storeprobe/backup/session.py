@@ -27,7 +27,7 @@ are generated just before it), folders a write needs on a file system, evicting 
 the backups wrote from the page cache before a restore (:meth:`Session.evict`), and the
 space the target holds (:meth:`Session.usage`, hard links counted once, as ``du``).
 
-Why one module (~670 lines, one class): :class:`Session` is the whole surface a backup
+Why one module (~740 lines, one class): :class:`Session` is the whole surface a backup
 method sees, every request kind as a timed window and the untimed work around them; its
 methods share the window bookkeeping and the record of names written, and a method's
 author reads it as one API.
@@ -35,6 +35,7 @@ author reads it as one API.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 from collections.abc import Iterator, Sequence
@@ -48,7 +49,14 @@ from fsspec.implementations.local import LocalFileSystem
 from storeprobe.backends import AsyncBackend, Capabilities, Landing, SyncBackend
 from storeprobe.backends.attempts import Attempts, between, summed
 from storeprobe.backup.objects import Blob, BlobPayloads, Read
-from storeprobe.execution import Leftover, bounded, delete_names, execute, remove_folders
+from storeprobe.execution import (
+    Leftover,
+    bounded,
+    bounded_each,
+    delete_names,
+    execute,
+    remove_folders,
+)
 from storeprobe.jobs import EXISTENCE, release_parts, settling
 from storeprobe.planning import Plan
 from storeprobe.request import Body, Kind, Outcome, Part, Request
@@ -103,6 +111,9 @@ def _fill_staged(bodies: Sequence[bytes], staged: Sequence[Staging | None]) -> N
         if staging is not None and body:
             staging.write(0, body)
 
+
+#: request kinds that change nothing on the target (its space is as it was)
+_READS = frozenset({Kind.GET, Kind.HEAD, Kind.LIST})
 
 #: the outcome a step keeps of a request that made one request of its own kind
 _PLAIN = Outcome()
@@ -231,6 +242,12 @@ class Session:
     links: dict[str, int] = field(factory=dict)
     #: files numbered in ``links`` so far
     linked_files: int = 0
+    #: names written or read since the last eviction (what the page cache may hold)
+    touched: set[str] = field(factory=set)
+    #: of those, names whose bytes no PUT of this client flushed (copies, their links)
+    unflushed: set[str] = field(factory=set)
+    #: what :meth:`usage` found, until a window writes, moves or deletes something
+    used: tuple[int, int] | None = None
     #: the most bytes of bodies one window of :meth:`put` or :meth:`get_windows` holds
     budget: int = field(factory=lambda: WINDOW_BUDGET)
     #: told after each window and of untimed work (None: no progress shown)
@@ -273,6 +290,8 @@ class Session:
                 return backend.whole_staged_file(stagings[-1])
             return backend.body(payloads, part)
 
+        if any(r.kind not in _READS for r in plan.requests):
+            self.used = None
         try:
             bodies = [body(r) for r in plan.requests]
             before = backend.attempts_seen()
@@ -346,6 +365,7 @@ class Session:
             )
             for blob in some:
                 self.written[blob.key] = blob.size
+                self.touched.add(blob.key)
             self._window(plan, BlobPayloads(some))
 
     def get(self, reads: Sequence[Read]) -> list[bytes]:
@@ -452,6 +472,7 @@ class Session:
             )
         )
         run = self._window(plan, landings=landings)
+        self.touched.update(read.key for read in reads)
         received = [outcome.data for outcome in run.outcomes]
         del run  # the step keeps its record without the bytes read (see _kept)
         bodies: list[bytes] = []
@@ -483,6 +504,8 @@ class Session:
         size, key = blob.size, blob.key
         plan = _multipart_plan(key, size, part_size, concurrency, capabilities)
         self.written[key] = size
+        self.touched.add(key)
+        self.unflushed.add(key)
         streams = min(concurrency, self.streams)
         if capabilities.client_multipart or size <= self.stage_above:
             self._window(plan, BlobPayloads([blob]), streams=streams)
@@ -494,6 +517,7 @@ class Session:
         views of the file (see :meth:`put_parts`)."""
         staging = Staging.of_payloads(BlobPayloads([blob]), 0, blob.size)
         backend = self.target.backend
+        self.used = None
         before = backend.attempts_seen()
         try:
             bodies = [
@@ -526,6 +550,8 @@ class Session:
         self._window(plan)
         for source, key in pairs:
             self.written[key] = self.written.get(source, 0)
+            self.touched.add(key)
+            self.unflushed.add(key)
 
     def delete(self, keys: Sequence[str]) -> None:
         """One DELETE per key, ≤ ``streams`` at once."""
@@ -536,6 +562,8 @@ class Session:
         for key in keys:
             self.written.pop(key, None)
             self.links.pop(key, None)
+            self.touched.discard(key)
+            self.unflushed.discard(key)
 
     def link(self, pairs: Sequence[tuple[str, str]]) -> None:
         """One hard link per ``(name, existing)`` pair, ≤ ``streams`` at once: ``name``
@@ -551,6 +579,9 @@ class Session:
                 self.links[existing] = self.linked_files
                 self.linked_files += 1
             self.links[name] = self.links[existing]
+            self.touched.add(name)
+            if existing in self.unflushed:
+                self.unflushed.add(name)
         self._window(plan)
 
     def rename(self, pairs: Sequence[tuple[str, str]]) -> None:
@@ -567,6 +598,12 @@ class Session:
                 self.links.pop(name, None)
                 if existing in self.links:
                     self.links[name] = self.links.pop(existing)
+                self.touched.discard(existing)
+                self.touched.add(name)
+                self.unflushed.discard(name)
+                if existing in self.unflushed:
+                    self.unflushed.discard(existing)
+                    self.unflushed.add(name)
             else:
                 self._move_folder(existing, name)
         self._window(plan)
@@ -581,11 +618,14 @@ class Session:
         self.written = {moved(key): size for key, size in self.written.items()}
         self.links = {moved(key): group for key, group in self.links.items()}
         self.folders = [moved(folder) for folder in self.folders]
+        self.touched = {moved(key) for key in self.touched}
+        self.unflushed = {moved(key) for key in self.unflushed}
 
     # -- untimed housekeeping -----------------------------------------------------------
     def _make_folders(self, keys: object) -> None:
         backend = self.target.backend
         made = {*self.folders, *(self.key(f) for f in self.premade)}
+        needed: list[str] = []
         for key in keys:  # type: ignore[attr-defined]
             parents: list[str] = []
             folder = posixpath.dirname(key)
@@ -594,15 +634,26 @@ class Session:
                     break
                 parents.append(folder)
                 folder = posixpath.dirname(folder)
-            for parent in reversed(parents):
-                bounded(lambda p=parent: backend.make_prefix(p), self.timeout)  # type: ignore[misc]
-                made.add(parent)
-                self.folders.append(parent)
+            parents.reverse()
+            made.update(parents)
+            needed.extend(parents)
+
+        def make(folder: str) -> None:
+            backend.make_prefix(folder)
+            self.folders.append(folder)  # made: the scenario's end removes it
+
+        # parents before children, in one thread (see bounded_each)
+        bounded_each([functools.partial(make, folder) for folder in needed], self.timeout)
 
     def evict(self) -> None:
-        """Drop what the scenario wrote from the caches the client can reach (the page
-        cache for ``file://``), so a restore reads the storage (untimed)."""
-        self.target.backend.after_upload(list(self.written))
+        """Drop what the scenario wrote or read since the last eviction from the caches
+        the client can reach (the page cache for ``file://``), so a restore reads the
+        storage (untimed). Names only a PUT of this client wrote, or that were only read
+        since, are not flushed again (the local disk's PUT fsyncs)."""
+        touched = sorted(name for name in self.touched if name in self.written)
+        synced = self.touched - self.unflushed
+        self.target.backend.after_upload(touched, synced=synced)
+        self.touched, self.unflushed = set(), set()
 
     def cache_suspect(self) -> str | None:
         """Why a restore may still be served from a cache here, or None: the client's own
@@ -626,31 +677,19 @@ class Session:
         A file's inode comes from fsspec's ``info`` where it has one (``ino`` and
         ``nlink``: the local disk); where it has none (SFTP version 3, which sshfs
         speaks, reports no inode or link count) the links this session made tell which
-        names share a file."""
-        fs = self.target.fs
-        fs.invalidate_cache()
-        found: list[tuple[int, int]] = []
+        names share a file.
 
-        def listed() -> Iterator[tuple[str, dict[str, Any]]]:
-            # a client whose find is fsspec's own (a walk, folder by folder: the local
-            # disk, SFTP) is walked here folder by folder, so one folder's entries are held
-            # at a time instead of the whole tree's (the same listings, the same entries)
-            if isinstance(fs, LocalFileSystem):
-                # the local disk: each entry's stat as it is scanned (its ls holds a
-                # folder's info dicts at once, about 1 KB each: a chunk store's one folder)
-                yield from _scanned(fs._strip_protocol(self.prefix))
-                return
-            if type(fs).find is not AbstractFileSystem.find:
-                yield from fs.find(self.prefix, detail=True).items()
-                return
-            for _, _, files in fs.walk(self.prefix, detail=True):
-                # keyed by base name: the entry holds the full name, as find gives it
-                yield from ((entry["name"], entry) for entry in files.values())
+        After a step that only read, listed and HEADed (a restore), the figure is the
+        one found before it: nothing under the prefix changed, and the walk is not
+        repeated."""
+        if self.used is not None:
+            return self.used
+        found: list[tuple[int, int]] = []
 
         def walk() -> None:
             seen: set[object] = set()
             total = count = 0
-            for name, entry in listed():
+            for name, entry in self._listed():
                 count += 1
                 inode = entry.get("ino")
                 same: object = None
@@ -667,7 +706,27 @@ class Session:
             found.append((count, total))
 
         bounded(walk, self.timeout)
-        return found[0]
+        self.used = found[0]
+        return self.used
+
+    def _listed(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every file under the prefix and its fsspec ``info``, one at a time."""
+        fs = self.target.fs
+        fs.invalidate_cache()
+        # a client whose find is fsspec's own (a walk, folder by folder: the local disk,
+        # SFTP) is walked here folder by folder, so one folder's entries are held at a
+        # time instead of the whole tree's (the same listings, the same entries)
+        if isinstance(fs, LocalFileSystem):
+            # the local disk: each entry's stat as it is scanned (its ls holds a folder's
+            # info dicts at once, about 1 KB each: a chunk store's one folder)
+            yield from _scanned(fs._strip_protocol(self.prefix))
+            return
+        if type(fs).find is not AbstractFileSystem.find:
+            yield from fs.find(self.prefix, detail=True).items()
+            return
+        for _, _, files in fs.walk(self.prefix, detail=True):
+            # keyed by base name: the entry holds the full name, as find gives it
+            yield from ((entry["name"], entry) for entry in files.values())
 
     def close(self, folders: Sequence[str]) -> list[Leftover]:
         """Delete every name still written, then the folders made and ``folders``
