@@ -612,6 +612,33 @@ def test_the_local_scan_of_usage_sees_what_fsspec_find_sees(tmp_path: Path) -> N
     assert seen(_scanned(str(tmp_path))) == seen(found.items())
 
 
+@pytest.mark.parametrize("method", ["files", "rsnapshot"])
+def test_the_space_is_walked_after_a_step_that_changed_the_target_only(
+    tmp_path: Path, method: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restore reads, lists and HEADs: the space after it is the space the last
+    backup left, found without walking the target again; each backup walks it once."""
+    listed = Session._listed
+    walks: list[int] = []
+
+    def counted(self: Session) -> Any:
+        walks.append(1)
+        return listed(self)
+
+    monkeypatch.setattr(Session, "_listed", counted)
+    results = Probe.from_url(str(tmp_path)).backup_restore(TREE, versions=3, method=method)
+    assert all(r.ok for r in results), [r.errors for r in results]
+    assert len(walks) == 3
+    backups = [r.step for r in results if r.step is not None and r.step.kind == "backup"]
+    restores = [r.step for r in results if r.step is not None and r.step.kind == "restore"]
+    assert len(backups) == len(restores) == 3
+    last = backups[-1]
+    assert last.space_used > 0
+    assert {(s.space_used, s.objects_stored) for s in restores} == {
+        (last.space_used, last.objects_stored)
+    }
+
+
 def _restores_in_staged_ranges(
     url: str,
     options: dict[str, Any],

@@ -27,6 +27,7 @@ from storeprobe.execution import (
     Leftover,
     _drive,
     bounded,
+    bounded_each,
     cleanup_notice,
     clear_prefix,
     delete_names,
@@ -386,6 +387,47 @@ def test_bounded_gives_up_on_a_step_that_never_answers() -> None:
             bounded(release.wait, timeout=0.2)
     finally:
         release.set()  # the abandoned step ends
+    assert time.monotonic() - started < 5.0
+
+
+def test_bounded_each_runs_the_steps_in_order_in_one_thread() -> None:
+    threads: list[int] = []
+    done: list[int] = []
+
+    def step(number: int) -> None:
+        threads.append(threading.get_ident())
+        done.append(number)
+
+    bounded_each([lambda n=n: step(n) for n in range(50)], timeout=5.0)  # type: ignore[misc]
+    assert done == list(range(50))
+    assert len(set(threads)) == 1
+    assert threads[0] != threading.get_ident()
+    bounded_each([lambda: step(50)], timeout=None)  # no timeout: here, in this thread
+    assert done[-1] == 50
+    assert threads[-1] == threading.get_ident()
+
+
+def test_bounded_each_stops_at_the_first_failing_step() -> None:
+    done: list[int] = []
+
+    def fails() -> None:
+        raise PermissionError("denied")
+
+    with pytest.raises(PermissionError, match="denied"):
+        bounded_each([lambda: done.append(1), fails, lambda: done.append(3)], timeout=5.0)
+    assert done == [1]
+
+
+def test_bounded_each_gives_up_on_one_step_that_never_answers() -> None:
+    release = threading.Event()
+    done: list[int] = []
+    started = time.monotonic()
+    try:
+        with pytest.raises(TimeoutError, match=r"no answer within 0\.2 s"):
+            bounded_each([lambda: done.append(1), release.wait, lambda: done.append(3)], 0.2)
+    finally:
+        release.set()  # the abandoned step ends
+    assert done[:1] == [1]
     assert time.monotonic() - started < 5.0
 
 

@@ -410,3 +410,62 @@ def test_the_residency_check_sees_a_restore_without_eviction(
     monkeypatch.setattr(os, "posix_fadvise", lambda fd, offset, length, advice: None)
     stored = _restore_start_residency(disk_dir)
     assert sum(stored.values()) > 0
+
+
+def _stored_after_each_eviction(
+    disk_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> list[tuple[dict[str, int], int, int]]:
+    """For each restore of a three-version tree restored as v2, v0, v2 (the third
+    reads again what the first read): right after the scenario's eviction, the page-
+    cache pages of every stored file, the number of fsyncs the eviction made and the
+    number of files under ``backup/`` (written by COPY: hard links here)."""
+    from storeprobe.backup.session import Session
+    from storeprobe.dataset import Sizes, Tree
+
+    seen: list[tuple[dict[str, int], int, int]] = []
+    evict, fsync = Session.evict, os.fsync
+    syncs: list[int] = []
+
+    def counting_fsync(fd: int) -> None:
+        syncs.append(fd)
+        fsync(fd)
+
+    def looked(session: Session) -> None:
+        syncs.clear()
+        monkeypatch.setattr(os, "fsync", counting_fsync)
+        try:
+            evict(session)
+        finally:
+            monkeypatch.setattr(os, "fsync", fsync)
+        stored = {
+            str(path): resident_pages(str(path))
+            for path in disk_dir.rglob("*")
+            if path.is_file() and ("/current/" in str(path) or "/backup/" in str(path))
+        }
+        copies = sum("/backup/" in name for name in stored)
+        seen.append((stored, len(syncs), copies))
+
+    monkeypatch.setattr(Session, "evict", looked)
+    tree = Tree.generate(24, Sizes.fixed("64KiB"), seed=4)
+    results = Probe.from_url(str(disk_dir), streams=2).backup_restore(
+        tree, versions=3, method="files", restore=[2, 0, 2]
+    )
+    assert all(r.ok for r in results), [r.errors for r in results]
+    return seen
+
+
+def test_every_restore_starts_with_nothing_stored_in_the_page_cache(
+    disk_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each restore's eviction drops what the backups wrote and what earlier restores
+    read (restore 3 reads again what restore 1 read), and flushes only the copies: a
+    local PUT fsynced its file already."""
+    seen = _stored_after_each_eviction(disk_dir, monkeypatch)
+    assert len(seen) == 3
+    for stored, _, _ in seen:
+        assert len(stored) > 24
+        assert stored == dict.fromkeys(stored, 0)
+    (_, first_syncs, copies), *later = seen
+    assert copies > 0
+    assert first_syncs == copies
+    assert [syncs for _, syncs, _ in later] == [0, 0]
