@@ -633,6 +633,7 @@ def test_the_space_is_walked_after_a_step_that_changed_the_target_only(
     restores = [r.step for r in results if r.step is not None and r.step.kind == "restore"]
     assert len(backups) == len(restores) == 3
     last = backups[-1]
+    assert last.space_used is not None
     assert last.space_used > 0
     assert {(s.space_used, s.objects_stored) for s in restores} == {
         (last.space_used, last.objects_stored)

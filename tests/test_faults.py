@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -321,8 +321,8 @@ def test_verification_failure_leaves_no_trace(tmp_path: Path) -> None:
     backend = probe.target.backend
     original = backend.after_upload
 
-    def corrupt(paths: Sequence[str]) -> None:
-        original(paths)
+    def corrupt(paths: Sequence[str], *, synced: Collection[str] = ()) -> None:
+        original(paths, synced=synced)
         with open(paths[3], "r+b") as handle:
             handle.seek(100)
             byte = handle.read(1)[0]
@@ -359,8 +359,8 @@ def test_an_object_shortened_after_the_setup_upload_is_caught_before_the_window(
 
     other = s3fs.S3FileSystem(skip_instance_cache=True, **s3_options(s3_server.endpoint))
 
-    def shorten(paths: Sequence[str]) -> None:
-        original(paths)
+    def shorten(paths: Sequence[str], *, synced: Collection[str] = ()) -> None:
+        original(paths, synced=synced)
         other.pipe_file(paths[5], (root / paths[5]).read_bytes()[:-7])
 
     backend.after_upload = shorten  # type: ignore[method-assign]

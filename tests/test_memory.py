@@ -13,7 +13,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -195,8 +195,8 @@ def test_a_single_staged_download_is_verified(tmp_path: Path, extra: int) -> Non
     backend = probe.target.backend
     original = backend.after_upload
 
-    def corrupt(paths: Sequence[str]) -> None:
-        original(paths)
+    def corrupt(paths: Sequence[str], *, synced: Collection[str] = ()) -> None:
+        original(paths, synced=synced)
         with open(paths[0], "r+b") as handle:
             if extra:  # one byte more than was written
                 handle.seek(0, os.SEEK_END)

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 from collections import namedtuple
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import pytest
@@ -69,8 +69,8 @@ def test_a_verification_failure_in_a_staged_download_is_caught(tmp_path: Path) -
     backend = probe.target.backend
     original = backend.after_upload
 
-    def corrupt(paths: Sequence[str]) -> None:
-        original(paths)
+    def corrupt(paths: Sequence[str], *, synced: Collection[str] = ()) -> None:
+        original(paths, synced=synced)
         with open(paths[0], "r+b") as handle:  # flip the byte: it differs whatever the seed
             handle.seek(9 * MiB + 5)
             byte = handle.read(1)[0]
