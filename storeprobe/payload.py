@@ -89,10 +89,17 @@ def mismatch(
 ) -> int | None:
     """Offset in ``item`` of the first byte where ``data`` (standing at ``start``)
     differs from its payload, or None; bytes past its end differ at its size. A
-    whole-item check must also compare lengths."""
-    return first_mismatch(
-        data, source.size_of(item), start, lambda a, b: payload(source, item, a, b)
-    )
+    whole-item check must also compare lengths. The payload is generated 4 MiB at a
+    time into one scratch buffer, so no copy of the whole item is made."""
+    limit = max(min(len(memoryview(data).cast("B")), source.size_of(item) - start), 0)
+    scratch = memoryview(bytearray(min(limit, 4 * GENERATION_BLOCK)))
+
+    def expected(a: int, b: int) -> memoryview:
+        want = scratch[: b - a]
+        source.fill(item, a, want)
+        return want
+
+    return first_mismatch(data, source.size_of(item), start, expected)
 
 
 def pieces(
@@ -117,21 +124,23 @@ def first_mismatch(
     data: bytes | bytearray | memoryview,
     size: int,
     start: int,
-    expected: Callable[[int, int], bytes | bytearray],
+    expected: Callable[[int, int], bytes | bytearray | memoryview],
 ) -> int | None:
     """Offset of the first byte where ``data`` differs from what ``expected(a, b)``
     regenerates for bytes ``[a, b)`` of an object of ``size`` bytes, ``data`` standing at
-    ``start``; bytes past the end differ at ``size``. Compared 4 MiB at a time, so no
-    copy of the whole object is made."""
+    ``start``; bytes past the end differ at ``size``. Compared 4 MiB at a time (equal
+    pieces compared as buffers, a differing one searched with numpy), so no copy of
+    the whole object is made."""
     view = memoryview(data).cast("B")
     limit = max(min(len(view), size - start), 0)
     step = 4 * GENERATION_BLOCK
     for offset in range(0, limit, step):
         take = min(step, limit - offset)
-        got = np.frombuffer(view[offset : offset + take], dtype=np.uint8)
-        want = np.frombuffer(expected(start + offset, start + offset + take), dtype=np.uint8)
-        if not np.array_equal(got, want):
-            return start + offset + int(np.argmax(got != want))
+        got = view[offset : offset + take]
+        want = memoryview(expected(start + offset, start + offset + take)).cast("B")
+        if got != want:
+            differs = np.frombuffer(got, dtype=np.uint8) != np.frombuffer(want, dtype=np.uint8)
+            return start + offset + int(np.argmax(differs))
     if start + len(view) > size:
         return size
     return None

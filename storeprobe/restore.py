@@ -10,11 +10,12 @@ byte for byte. Both run outside the timed windows.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from storeprobe.dataset import Dataset
+from storeprobe.dataset import Dataset, File, Tree
 from storeprobe.manifest import VersionMap
 from storeprobe.staging import Staging
 from storeprobe.verification import VerificationError
@@ -127,9 +128,18 @@ def write_files(directory: Path, files: Mapping[str, bytes], removed: Iterable[s
         (directory / path).unlink()
 
 
-def verify_restore(dataset: Dataset, directory: Path) -> None:
+def verify_restore(
+    dataset: Dataset, directory: Path, digests: dict[tuple[int, File], bytes] | None = None
+) -> None:
     """Raise :class:`~storeprobe.verification.VerificationError` unless ``directory``
-    holds exactly ``dataset``'s files, byte for byte."""
+    holds exactly ``dataset``'s files, byte for byte.
+
+    ``digests`` (a dict the caller keeps across restores) holds the SHA-256 digest (its
+    first 16 bytes) of each tree file (keyed by its tree's seed and its :class:`File`,
+    which fix its bytes) checked byte for byte before: such a file, kept unchanged by a
+    later version, is read and its digest compared instead of its bytes being generated
+    again (a differing digest is searched byte for byte for the first bad byte). Image
+    files are always compared byte for byte."""
     expected = {file.path: file for file in dataset.files}
     found = set(_files_under(str(directory), ""))
     if found != set(expected):
@@ -137,26 +147,50 @@ def verify_restore(dataset: Dataset, directory: Path) -> None:
         raise VerificationError(
             f"restore differs: {len(extra)} extra, {len(missing)} missing files"
         )
+    known = digests if isinstance(dataset, Tree) else None
     # one buffer for every file, read 8 MiB at a time: a file of any size is checked in
     # bounded memory, and a tree's many small files make no buffer each
     buffer = memoryview(bytearray(_VERIFY_CHUNK))
     for path, file in expected.items():
-        where = None
-        fd = os.open(os.path.join(directory, path), os.O_RDONLY)
-        try:
-            if os.fstat(fd).st_size != file.size:
-                where = "its length"
-            offset = 0
-            while where is None and (got := os.readv(fd, [buffer])):
-                if (bad := dataset.mismatch(file, buffer[:got], offset)) is not None:
-                    where = f"byte {bad}"
-                offset += got
-        finally:
-            os.close(fd)
+        where = _check_file(dataset, file, os.path.join(directory, path), buffer, known)
         if where is not None:
             raise VerificationError(
                 f"verification failed: {path} differs from version {dataset.version} at {where}"
             )
+
+
+def _check_file(
+    dataset: Dataset,
+    file: File,
+    path: str,
+    buffer: memoryview,
+    digests: dict[tuple[int, File], bytes] | None,
+) -> str | None:
+    """Where the file at ``path`` first differs from ``file`` (``"its length"``, ``"byte
+    N"``), or None; by its digest where ``digests`` has one (see :func:`verify_restore`)."""
+    key = (dataset.seed, file)
+    known = None if digests is None else digests.get(key)
+    digest = None if digests is None else hashlib.sha256()
+    where = None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if os.fstat(fd).st_size != file.size:
+            return "its length"
+        offset = 0
+        while got := os.readv(fd, [buffer]):
+            if digest is not None:
+                digest.update(buffer[:got])
+            if known is None and (bad := dataset.mismatch(file, buffer[:got], offset)) is not None:
+                return f"byte {bad}"
+            offset += got
+    finally:
+        os.close(fd)
+    if digests is not None and digest is not None:
+        if known is None:
+            digests[key] = digest.digest()[:16]
+        elif digest.digest()[:16] != known:  # differs: find the first bad byte
+            where = _check_file(dataset, file, path, buffer, None) or "its digest"
+    return where
 
 
 def _files_under(folder: str, relative: str) -> Iterator[str]:

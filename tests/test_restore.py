@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -139,6 +140,48 @@ def test_verify_restore_names_a_file_of_the_wrong_length(tree: Tree, tmp_path: P
         out.write(b"more")
     with pytest.raises(VerificationError, match=f"{file.path} differs .* at its length"):
         verify_restore(tree, tmp_path)
+
+
+def test_a_file_verified_before_is_checked_by_its_digest_and_a_change_still_found(
+    tree: Tree, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Across the restores of one scenario, a tree file checked byte for byte once is
+    read and its SHA-256 digest compared (its bytes not generated again); a byte
+    changed since is still named, at its offset."""
+    evolved = tree.evolve(changed=3, added=1, deleted=1, seed=2)
+    before = set(tree.files)
+    changed = {f.path for f in evolved.files if f not in before}  # changed or added
+    assert 0 < len(changed) < len(evolved.files)
+    generated: list[str] = []
+    mismatch = Tree.mismatch
+
+    def counted(self: Tree, file: Any, data: Any, offset: int = 0) -> int | None:
+        generated.append(file.path)
+        return mismatch(self, file, data, offset)
+
+    monkeypatch.setattr(Tree, "mismatch", counted)
+    digests: dict[Any, bytes] = {}
+    _restored(tree, tmp_path)
+    verify_restore(tree, tmp_path, digests)
+    assert sorted(generated) == sorted(f.path for f in tree.files)
+    assert len(digests) == len(tree.files)
+    generated.clear()
+    write_files(tmp_path, {f.path: evolved.payload(f) for f in evolved.files}, [])
+    removed = {f.path for f in tree.files} - {f.path for f in evolved.files}
+    for gone in removed:
+        (tmp_path / gone).unlink()
+    verify_restore(evolved, tmp_path, digests)
+    assert set(generated) == changed  # only what the new version changed is generated
+    kept = next(f for f in evolved.files if f.path not in changed)
+    path = tmp_path / kept.path
+    data = bytearray(path.read_bytes())
+    data[1234] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(
+        VerificationError,
+        match=f"verification failed: {kept.path} differs from version 1 at byte 1234",
+    ):
+        verify_restore(evolved, tmp_path, digests)
 
 
 # -- write_files, write_fetched -----------------------------------------------------------

@@ -37,7 +37,7 @@ from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backup.method import BackupMethod, Replay, StepKind
 from storeprobe.backup.registry import method_for
 from storeprobe.backup.session import Session, StepProgress
-from storeprobe.dataset import Dataset, Image, Tree
+from storeprobe.dataset import Dataset, File, Image, Tree
 from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError
 from storeprobe.execution import bounded, cleanup_notice, open_run, remove_run
@@ -102,6 +102,8 @@ class _Scenario:
     versions: tuple[Dataset, ...]
     verify: bool
     environment: Environment
+    #: what verification found of files it checked byte for byte (see verify_restore)
+    digests: dict[tuple[int, File], bytes] = attrs.field(factory=dict)
 
     def run(self, step: _Plan, directory: Path) -> Result:
         version = self.versions[step.version]
@@ -128,7 +130,7 @@ class _Scenario:
             held = None if step.held is None else self.versions[step.held]
             self.replay.restore(session, version, held, directory)
             if self.verify:
-                verify_restore(version, directory)
+                verify_restore(version, directory, self.digests)
         return self._result(step, notices)
 
     def _result(self, step: _Plan, notices: tuple[Notice, ...]) -> Result:
