@@ -260,6 +260,14 @@ class Backend:
         than their type (an error code, a class of its own); None: map by type."""
         return None
 
+    def landings(self, sizes: Sequence[int]) -> list[Landing]:
+        """Where a window of reads of ``sizes`` bytes each lands, made before the window
+        (untimed). The default: None for each, the client returning each object in a
+        buffer of its own; a client that reads into a prepared buffer (the local disk)
+        lands them in slices of one buffer, so a window of many small reads allocates
+        once, not once per read in whichever thread made it."""
+        return [None] * len(sizes)
+
     def body(self, workload: Payloads, part: Part) -> Body:
         """The bytes of ``part`` in the form this client sends best, made before the window."""
         return workload.payload(part.index, part.start, part.stop)

@@ -5,7 +5,8 @@ An upload counts until the data is on disk: each object is written with
 rename ``os.replace`` (a rename over an existing name replaces it, as ``rename(2)``).
 Before a timed download the files are evicted from the page cache with
 ``posix_fadvise(POSIX_FADV_DONTNEED)``.
-Reads fill the buffer the probe prepared before the window. One object's upload is
+Reads fill the buffer the probe prepared before the window (a backup scenario's window
+of reads: slices of one buffer, :meth:`LocalBackend.landings`). One object's upload is
 split as create (open, size) → parts (``pwrite`` at their offsets) → complete (fsync).
 
 A staged object (see :mod:`storeprobe.staging`) is never held whole. A single-request
@@ -23,6 +24,7 @@ window.
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import shutil
 import sys
@@ -284,6 +286,12 @@ class LocalBackend(SyncBackend):
         if start is not None and stop is not None:
             return SyncJob(Kind.GET, lambda: _read_range(path, start, stop, buffer_into))
         return SyncJob(Kind.GET, lambda: _read_whole(path, buffer_into, clock))
+
+    def landings(self, sizes: Sequence[int]) -> list[Landing]:
+        # one zeroed buffer (its pages touched) for the window, each read its slice
+        buffer = memoryview(bytearray(sum(sizes)))
+        ends = list(itertools.accumulate(sizes))
+        return [buffer[end - size : end] for size, end in zip(sizes, ends, strict=True)]
 
     def head(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
         path = request.key

@@ -51,7 +51,7 @@ from storeprobe.backup.objects import Blob, BlobPayloads, Read
 from storeprobe.execution import Leftover, bounded, delete_names, execute, remove_folders
 from storeprobe.jobs import EXISTENCE, release_parts, settling
 from storeprobe.planning import Plan
-from storeprobe.request import Body, Kind, Outcome, Part, Request
+from storeprobe.request import Body, Buffer, Kind, Outcome, Part, Request
 from storeprobe.staging import Staging
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Run
@@ -375,16 +375,93 @@ class Session:
             yield bodies
             bodies.clear()
 
-    def get_each(self, reads: Sequence[Read]) -> Iterator[bytes]:
-        """The bytes of each read of :meth:`get_windows`, one at a time and in order: a
-        window's bodies are handed out and let go one by one, so once the caller has
-        dropped the last of them the next window runs holding none (a ``for bodies in
-        get_windows(...)`` loop keeps its window's list while the next one is read)."""
-        for run in windows(self._sizes(reads), self.budget):
-            bodies = self._get([reads[i] for i in run])
+    def get_each(self, reads: Sequence[Read]) -> Iterator[bytes | memoryview]:
+        """The bytes of each read of :meth:`get_windows`, one at a time and in order, a
+        window at a time: :meth:`get_staged_each` without staging files."""
+        for body in self._each(reads, stage=False):
+            assert not isinstance(body, Staging)
+            yield body
+            del body
+
+    def get_staged_each(self, reads: Sequence[Read]) -> Iterator[bytes | memoryview | Staging]:
+        """Each read of :meth:`get_staged_windows` (whole objects above
+        :attr:`stage_above` landing in staging files, which the caller reads and closes),
+        one at a time and in order, a window at a time.
+
+        On a client that reads into a buffer made before the window (the local disk:
+        :meth:`~storeprobe.backends.base.Backend.landings`), a window's reads fill slices
+        of one buffer, each handed out as a memoryview of it, so a window of many small
+        reads allocates once (a buffer per read, made in whichever worker thread read
+        it, scatters what is freed over the threads' malloc arenas, and the process
+        keeps it). A view is valid until the next body is asked for after the window's
+        last: the session then releases the window's views, so the buffer is freed
+        before the next window is read, whatever still names them (a caller's loop
+        variable). Other clients' reads are handed out as ``bytes``, let go one by one."""
+        yield from self._each(reads, stage=True)
+
+    def _each(
+        self, reads: Sequence[Read], *, stage: bool
+    ) -> Iterator[bytes | memoryview | Staging]:
+        sizes = self._sizes(reads)
+        lands = stage and self.target.backend.capabilities.lands_in_file
+        for run in windows(sizes, self.budget):
+            staged = [
+                Staging.blank(sizes[i])
+                if lands and reads[i].start is None and sizes[i] > self.stage_above
+                else None
+                for i in run
+            ]
+            bodies = self._landed([reads[i] for i in run], [sizes[i] for i in run], staged)
+            del staged
             bodies.reverse()
-            while bodies:
-                yield bodies.pop()
+            handed: list[memoryview] = []
+            try:
+                while bodies:
+                    body = bodies.pop()
+                    if isinstance(body, memoryview):
+                        handed.append(body)
+                    yield body
+                    del body
+            finally:
+                for body in bodies:  # not handed out: the caller stopped early
+                    if isinstance(body, Staging):
+                        body.close()
+                for view in handed:  # the window's buffer freed before the next is made
+                    view.release()
+
+    def _landed(
+        self, reads: Sequence[Read], sizes: Sequence[int], staged: Sequence[Staging | None]
+    ) -> list[bytes | memoryview | Staging]:
+        """One window of ``reads`` (``sizes`` bytes each): a read with a staging file in
+        ``staged`` lands in it, the others where the client's
+        :meth:`~storeprobe.backends.base.Backend.landings` says (the views are handed
+        out) or in buffers of the client's own (copied to ``bytes``, as :meth:`get`)."""
+        ranged = any(read.start is not None for read in reads)
+        backend = self.reader if ranged else self.target.backend
+        try:
+            slices = iter(
+                backend.landings([n for n, s in zip(sizes, staged, strict=True) if s is None])
+            )
+            landings: list[Landing] = [next(slices) if s is None else s for s in staged]
+            del slices
+            received = self._received(reads, landings)
+        except BaseException:
+            for staging in staged:
+                if staging is not None:
+                    staging.close()
+            raise
+        bodies: list[bytes | memoryview | Staging] = []
+        for index, (landing, staging) in enumerate(zip(landings, staged, strict=True)):
+            data, received[index] = received[index], None
+            if staging is not None:
+                if data:  # the client returned it in its own buffer
+                    staging.write(0, data)
+                bodies.append(staging)
+            elif landing is not None and isinstance(data, memoryview):
+                bodies.append(data)
+            else:
+                bodies.append(bytes(data or b""))
+        return bodies
 
     def get_staged_windows(
         self, reads: Sequence[Read], *, ranges: bool = False
@@ -443,6 +520,18 @@ class Session:
     def _get(self, reads: Sequence[Read], landings: Sequence[Landing] | None = None) -> list[bytes]:
         if not reads:
             return []
+        received = self._received(reads, landings)
+        bodies: list[bytes] = []
+        for index, data in enumerate(received):  # one copy at a time: a window, not two
+            received[index] = None
+            bodies.append(bytes(data or b""))
+        return bodies
+
+    def _received(
+        self, reads: Sequence[Read], landings: Sequence[Landing] | None
+    ) -> list[Buffer | None]:
+        """What one window of GETs of ``reads`` returned, read by read (a view of its
+        landing where the client read into one)."""
         plan = Plan(
             phases=(
                 tuple(
@@ -452,13 +541,9 @@ class Session:
             )
         )
         run = self._window(plan, landings=landings)
-        received = [outcome.data for outcome in run.outcomes]
+        received: list[Buffer | None] = [outcome.data for outcome in run.outcomes]
         del run  # the step keeps its record without the bytes read (see _kept)
-        bodies: list[bytes] = []
-        for index, data in enumerate(received):  # one copy at a time: a window, not two
-            received[index] = None
-            bodies.append(bytes(data or b""))
-        return bodies
+        return received
 
     def put_parts(self, blob: Blob, part_size: int, concurrency: int) -> None:
         """One multipart upload of ``blob`` in parts of ``part_size`` bytes, at most
