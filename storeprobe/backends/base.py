@@ -272,6 +272,12 @@ class Backend:
         """The bytes of ``part`` in the form this client sends best, made before the window."""
         return workload.payload(part.index, part.start, part.stop)
 
+    def bodies(self, workload: Payloads, parts: Sequence[Part]) -> list[Body]:
+        """The bodies of a window's ``parts``, made before it: :meth:`body` each by
+        default; a client that sends from a view (the local disk) makes them as slices
+        of one buffer, so a window of many small writes allocates once."""
+        return [self.body(workload, part) for part in parts]
+
     def staged_body(self, staging: Staging, part: Part) -> Body:
         """A part of a staged object: a view of the staging file."""
         return staging.part(part.start, part.stop)

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 
 from storeprobe.backends.base import Capabilities, Landing, SyncBackend, SyncUpload, source_of
 from storeprobe.backends.registry import ClientSpec
-from storeprobe.request import Body, Kind, Outcome, Request, StagedFile, SyncJob
+from storeprobe.request import Body, Kind, Outcome, Part, Payloads, Request, StagedFile, SyncJob
 from storeprobe.staging import CHUNK, Staging
 from storeprobe.transfer import Clock
 
@@ -255,6 +255,16 @@ class LocalBackend(SyncBackend):
                 "from the page cache and read faster than the disk"
             )
         return None
+
+    def bodies(self, workload: Payloads, parts: Sequence[Part]) -> list[Body]:
+        # one buffer for the window, each part made straight into its slice
+        buffer = memoryview(bytearray(sum(part.size for part in parts)))
+        views: list[Body] = []
+        for part, end in zip(parts, itertools.accumulate(p.size for p in parts), strict=True):
+            view = buffer[end - part.size : end]
+            workload.fill(part.index, part.start, view)
+            views.append(view)
+        return views
 
     def put(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
         path = request.key

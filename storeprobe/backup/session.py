@@ -257,23 +257,35 @@ class Session:
             backend = self.reader
         stagings: list[Staging] = []
 
+        def staged(request: Request) -> bool:
+            return (
+                request.kind is Kind.PUT
+                and request.body is not None
+                and request.body.size > self.stage_above
+                and backend.capabilities.sends_from_file
+                and request.part_size is None
+            )
+
         def body(request: Request) -> Body | None:
             part = request.body
             if part is None or payloads is None:
                 return None
-            if (
-                request.kind is Kind.PUT
-                and part.stop - part.start > self.stage_above
-                and backend.capabilities.sends_from_file
-                and request.part_size is None
-            ):
+            if staged(request):
                 # a whole object larger than a window: staged on the local disk, 1 MiB
                 # at a time, and sent from there (see storeprobe.staging)
                 stagings.append(Staging.of_payloads(payloads, part.index, part.stop))
                 return backend.whole_staged_file(stagings[-1])
-            return backend.body(payloads, part)
+            return next(made)
 
         try:
+            # the window's other bodies made together (the local disk: views of one buffer)
+            made = iter(
+                []
+                if payloads is None
+                else backend.bodies(
+                    payloads, [r.body for r in plan.requests if r.body and not staged(r)]
+                )
+            )
             bodies = [body(r) for r in plan.requests]
             before = backend.attempts_seen()
             run = execute(
