@@ -22,12 +22,21 @@ upload above it sends its parts as views of one (:meth:`Session.put_parts`), so 
 holds what is in flight, not the object. A :class:`StepProgress` is told of each window
 once it has closed, never while one is open.
 
+On a client that reads into and sends from views (the local disk), a window's bodies
+are made as slices of one buffer and a window's reads land in slices of one buffer
+(:meth:`~storeprobe.backends.base.Backend.bodies`,
+:meth:`~storeprobe.backends.base.Backend.landings`), made before the window:
+:meth:`Session.get_each` and :meth:`Session.get_staged_each` hand out views of it and
+release them before the next window is read. A buffer per object, each made and freed
+in whichever thread touched it, scattered the freed memory over the malloc arenas of
+the main and worker threads, and the process kept it (a tree of many small files).
+
 Untimed, outside the windows: making bodies (the bytes of the objects a window writes
 are generated just before it), folders a write needs on a file system, evicting what
 the backups wrote from the page cache before a restore (:meth:`Session.evict`), and the
 space the target holds (:meth:`Session.usage`, hard links counted once, as ``du``).
 
-Why one module (~670 lines, one class): :class:`Session` is the whole surface a backup
+Why one module (~790 lines, one class): :class:`Session` is the whole surface a backup
 method sees, every request kind as a timed window and the untimed work around them; its
 methods share the window bookkeeping and the record of names written, and a method's
 author reads it as one API.
@@ -94,14 +103,6 @@ def windows(sizes: Sequence[int], budget: int = WINDOW_BUDGET) -> list[range]:
     if start < len(sizes):
         runs.append(range(start, len(sizes)))
     return runs
-
-
-def _fill_staged(bodies: Sequence[bytes], staged: Sequence[Staging | None]) -> None:
-    """The bytes a client returned in its own buffer for a read it was given a staging
-    file for, written into that file (a function: no name of this frame outlives it)."""
-    for body, staging in zip(bodies, staged, strict=True):
-        if staging is not None and body:
-            staging.write(0, body)
 
 
 #: the outcome a step keeps of a request that made one request of its own kind
@@ -414,15 +415,11 @@ class Session:
     def _each(
         self, reads: Sequence[Read], *, stage: bool
     ) -> Iterator[bytes | memoryview | Staging]:
+        """The reads one by one, a window at a time (through staging files where
+        ``stage``); a window's views released before the next window is read."""
         sizes = self._sizes(reads)
-        lands = stage and self.target.backend.capabilities.lands_in_file
         for run in windows(sizes, self.budget):
-            staged = [
-                Staging.blank(sizes[i])
-                if lands and reads[i].start is None and sizes[i] > self.stage_above
-                else None
-                for i in run
-            ]
+            staged = self._stagings(reads, sizes, run, ranges=False) if stage else [None] * len(run)
             bodies = self._landed([reads[i] for i in run], [sizes[i] for i in run], staged)
             del staged
             bodies.reverse()
@@ -442,18 +439,23 @@ class Session:
                     view.release()
 
     def _landed(
-        self, reads: Sequence[Read], sizes: Sequence[int], staged: Sequence[Staging | None]
+        self,
+        reads: Sequence[Read],
+        sizes: Sequence[int],
+        staged: Sequence[Staging | None],
+        *,
+        views: bool = True,
     ) -> list[bytes | memoryview | Staging]:
         """One window of ``reads`` (``sizes`` bytes each): a read with a staging file in
-        ``staged`` lands in it, the others where the client's
-        :meth:`~storeprobe.backends.base.Backend.landings` says (the views are handed
-        out) or in buffers of the client's own (copied to ``bytes``, as :meth:`get`)."""
+        ``staged`` lands in it (and is handed back so), the others where the client's
+        :meth:`~storeprobe.backends.base.Backend.landings` says (handed back as views of
+        them; not ``views``: nowhere) or in buffers of the client's own (copied to
+        ``bytes``, one at a time, as :meth:`get`)."""
         ranged = any(read.start is not None for read in reads)
         backend = self.reader if ranged else self.target.backend
         try:
-            slices = iter(
-                backend.landings([n for n, s in zip(sizes, staged, strict=True) if s is None])
-            )
+            held = [n for n, s in zip(sizes, staged, strict=True) if s is None]
+            slices = iter(backend.landings(held) if views else [None] * len(held))
             landings: list[Landing] = [next(slices) if s is None else s for s in staged]
             del slices
             received = self._received(reads, landings)
@@ -488,32 +490,33 @@ class Session:
         As with :meth:`get_windows`, the list handed out is emptied before the next
         window runs."""
         sizes = self._sizes(reads)
-        whole_lands = self.target.backend.capabilities.lands_in_file
-        range_lands = ranges and self.reader.capabilities.lands_in_file
-
-        def staged_one(read: Read, size: int) -> Staging | None:
-            lands = whole_lands if read.start is None else range_lands
-            return Staging.blank(size) if lands and size > self.stage_above else None
-
         for run in windows(sizes, self.budget):
+            staged = self._stagings(reads, sizes, run, ranges=ranges)
             some = [reads[i] for i in run]
-            staged: list[Staging | None] = [staged_one(reads[i], sizes[i]) for i in run]
-            try:
-                got = self._get(some, landings=staged) if any(staged) else self._get(some)
-                _fill_staged(got, staged)
-            except BaseException:
-                for staging in staged:
-                    if staging is not None:
-                        staging.close()
-                raise
-            bodies: list[bytes | Staging] = [
-                b if s is None else s for b, s in zip(got, staged, strict=True)
+            bodies: list[bytes | Staging] = [  # not views: bytes already (no copy made)
+                b if isinstance(b, bytes | Staging) else bytes(b)
+                for b in self._landed(some, [sizes[i] for i in run], staged, views=False)
             ]
-            del got, staged
+            del staged
             yield bodies
             # the caller's loop variable still names this list while the next window is
             # read: emptied, it holds none of this window's bytes
             bodies.clear()
+
+    def _stagings(
+        self, reads: Sequence[Read], sizes: Sequence[int], run: range, *, ranges: bool
+    ) -> list[Staging | None]:
+        """A staging file for each read of ``run`` above :attr:`stage_above` that lands in
+        one (see :meth:`get_staged_windows`), None for the others."""
+        whole_lands = self.target.backend.capabilities.lands_in_file
+        range_lands = ranges and self.reader.capabilities.lands_in_file
+        return [
+            Staging.blank(sizes[i])
+            if (whole_lands if reads[i].start is None else range_lands)
+            and sizes[i] > self.stage_above
+            else None
+            for i in run
+        ]
 
     @property
     def stage_above(self) -> int:
