@@ -33,7 +33,7 @@ def assemble(
     previous: VersionMap | None,
     directory: Path,
     unchanged: set[str],
-    fetched: Iterable[tuple[str, bytes]],
+    fetched: Iterable[tuple[str, bytes | memoryview]],
 ) -> None:
     """Write the restored version into ``directory`` (untimed): new and changed files from
     the fetched objects (chunks held locally read from the previous version's files),
@@ -51,7 +51,7 @@ def assemble(
                 local.setdefault(key, (directory / path, offset, length))
                 offset += length
     arriving = iter(fetched)
-    pending: dict[str, bytes] = {}
+    pending: dict[str, bytes | memoryview] = {}
     for path, keys in version.layout.items():
         if path in unchanged:
             continue
@@ -64,7 +64,7 @@ def assemble(
             for key, length in keys:
                 if key in here:
                     out.flush()
-                    data = _read(temporary, *here[key])
+                    data: bytes | memoryview = _read(temporary, *here[key])
                 elif key in local:
                     data = _read(*local[key])
                     if len(data) != length:
@@ -93,7 +93,7 @@ def _read(path: Path, offset: int, length: int) -> bytes:
         return handle.read(length)
 
 
-def write_fetched(path: Path, body: bytes | Staging) -> None:
+def write_fetched(path: Path, body: bytes | memoryview | Staging) -> None:
     """Write ``body`` (bytes, or a staging file a large read landed in, copied 1 MiB at
     a time and closed) to ``path``, making its folder when it is missing (untimed)."""
     try:
@@ -103,7 +103,7 @@ def write_fetched(path: Path, body: bytes | Staging) -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, _CREATE, 0o644)
         try:
-            chunks = [body] if isinstance(body, bytes) else (c for _, c in body.chunks())
+            chunks = [body] if not isinstance(body, Staging) else (c for _, c in body.chunks())
             for chunk in chunks:
                 view = memoryview(chunk)
                 while view:

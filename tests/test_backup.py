@@ -4,6 +4,7 @@ S3 through obstore and s3fs on ``rclone serve s3``, SFTP on OpenSSH)."""
 from __future__ import annotations
 
 import os
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -13,6 +14,7 @@ import attrs
 import pytest
 
 from storeprobe import Probe
+from storeprobe.backends import local as local_module
 from storeprobe.backup import BackupMethod, Chunking, Files, Replay, Session
 from storeprobe.backup import session as session_module
 from storeprobe.backup.session import windows
@@ -427,34 +429,43 @@ def test_a_small_window_budget_keeps_the_requests_and_restores_every_byte(
     assert made[1] > made[0]
 
 
+@pytest.mark.parametrize("method", ["files", "chunks"])
 def test_a_restore_holds_no_earlier_window_while_it_reads_the_next(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
 ) -> None:
-    """A restore's windows one at a time: while a window is read, no list of bodies handed
-    out before it still holds anything (a caller's ``for bodies in ...`` loop keeps its
-    last list through the next read; the session empties it first)."""
-    handed: list[list[Any]] = []
+    """A restore's windows one at a time: on the local disk a window's reads land in one
+    buffer made before it, and while a window is read no earlier window's buffer is still
+    alive (a caller's loop variable names the last view handed out through the next
+    read, and an object waiting in the assembly may too: the session releases the
+    window's views first)."""
+    made: list[weakref.ref[bytearray]] = []
+
+    class Tracked(bytearray):  # the local backend's buffers, weakly referenced
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            made.append(weakref.ref(self))
+
     held_during_reads: list[int] = []
-    staged_windows, get = Session.get_staged_windows, Session._get
+    landed: list[int] = []
+    received = Session._received
 
-    def watched(self: Session, reads: Any) -> Any:
-        for bodies in staged_windows(self, reads):
-            handed.append(bodies)
-            yield bodies
+    def reading(self: Session, reads: Any, landings: Any) -> Any:
+        current = {id(at.obj) for at in landings or () if isinstance(at, memoryview)}
+        landed.append(len(current))
+        held_during_reads.append(
+            sum(1 for ref in made if (buffer := ref()) is not None and id(buffer) not in current)
+        )
+        return received(self, reads, landings)
 
-    def reading(self: Session, *args: Any, **kwargs: Any) -> Any:
-        held_during_reads.append(sum(len(bodies) for bodies in handed))
-        return get(self, *args, **kwargs)
-
-    monkeypatch.setattr(Session, "get_staged_windows", watched)
-    monkeypatch.setattr(Session, "_get", reading)
+    monkeypatch.setattr(local_module, "bytearray", Tracked, raising=False)
+    monkeypatch.setattr(Session, "_received", reading)
     monkeypatch.setattr(session_module, "WINDOW_BUDGET", 64 * 1024)
     results = Probe.from_url(str(tmp_path)).backup_restore(
-        TREE, versions=[TREE, TREE.evolve(seed=1)], method="files"
+        TREE, versions=[TREE, TREE.evolve(seed=1)], method=method
     )
     assert all(r.ok for r in results), [r.errors for r in results]
-    assert len(handed) > 2  # several windows per restore
-    assert held_during_reads
+    assert landed.count(1) > 2  # several windows per restore, each in one buffer
+    assert set(landed) <= {0, 1}
     assert set(held_during_reads) == {0}
 
 
@@ -655,7 +666,7 @@ def _restores_in_staged_ranges(
     from storeprobe.execution import execute  # what the session calls
     from storeprobe.staging import Staging
 
-    get = Session._get
+    received = Session._received
     sent: list[list[tuple[str, str, int | None, int | None]]] = []
     staged: list[bool] = []
 
@@ -666,15 +677,14 @@ def _restores_in_staged_ranges(
         ]
         return execute(backend, plan, **kwargs)
 
-    def landing(self: Session, reads: Any, landings: Any = None) -> Any:
+    def landing(self: Session, reads: Any, landings: Any) -> Any:
         for read, into in zip(reads, landings or [], strict=False):
-            if into is not None:
-                assert isinstance(into, Staging)
+            if isinstance(into, Staging):  # not a view of a window's buffer
                 staged.append(read.start is not None)
-        return get(self, reads, landings)
+        return received(self, reads, landings)
 
     monkeypatch.setattr(session_module, "execute", recorded)
-    monkeypatch.setattr(Session, "_get", landing)
+    monkeypatch.setattr(Session, "_received", landing)
     for where, budget in (("whole", session_module.WINDOW_BUDGET), ("staged", 256 * 1024)):
         monkeypatch.setattr(session_module, "WINDOW_BUDGET", budget)
         staged.clear()

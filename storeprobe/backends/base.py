@@ -264,9 +264,23 @@ class Backend:
         than their type (an error code, a class of its own); None: map by type."""
         return None
 
+    def landings(self, sizes: Sequence[int]) -> list[Landing]:
+        """Where a window of reads of ``sizes`` bytes each lands, made before the window
+        (untimed). The default: None for each, the client returning each object in a
+        buffer of its own; a client that reads into a prepared buffer (the local disk)
+        lands them in slices of one buffer, so a window of many small reads allocates
+        once, not once per read in whichever thread made it."""
+        return [None] * len(sizes)
+
     def body(self, workload: Payloads, part: Part) -> Body:
         """The bytes of ``part`` in the form this client sends best, made before the window."""
         return workload.payload(part.index, part.start, part.stop)
+
+    def bodies(self, workload: Payloads, parts: Sequence[Part]) -> list[Body]:
+        """The bodies of a window's ``parts``, made before it: :meth:`body` each by
+        default; a client that sends from a view (the local disk) makes them as slices
+        of one buffer, so a window of many small writes allocates once."""
+        return [self.body(workload, part) for part in parts]
 
     def staged_body(self, staging: Staging, part: Part) -> Body:
         """A part of a staged object: a view of the staging file."""

@@ -5,7 +5,8 @@ An upload counts until the data is on disk: each object is written with
 rename ``os.replace`` (a rename over an existing name replaces it, as ``rename(2)``).
 Before a timed download the files are evicted from the page cache with
 ``posix_fadvise(POSIX_FADV_DONTNEED)``.
-Reads fill the buffer the probe prepared before the window. One object's upload is
+Reads fill the buffer the probe prepared before the window (a backup scenario's window
+of reads: slices of one buffer, :meth:`LocalBackend.landings`). One object's upload is
 split as create (open, size) → parts (``pwrite`` at their offsets) → complete (fsync).
 
 A staged object (see :mod:`storeprobe.staging`) is never held whole. A single-request
@@ -23,6 +24,7 @@ window.
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import shutil
 import sys
@@ -30,7 +32,7 @@ from collections.abc import Callable, Collection, Sequence
 
 from storeprobe.backends.base import Capabilities, Landing, SyncBackend, SyncUpload, source_of
 from storeprobe.backends.registry import ClientSpec
-from storeprobe.request import Body, Kind, Outcome, Request, StagedFile, SyncJob
+from storeprobe.request import Body, Kind, Outcome, Part, Payloads, Request, StagedFile, SyncJob
 from storeprobe.staging import CHUNK, Staging
 from storeprobe.transfer import Clock
 
@@ -257,6 +259,16 @@ class LocalBackend(SyncBackend):
             )
         return None
 
+    def bodies(self, workload: Payloads, parts: Sequence[Part]) -> list[Body]:
+        # one buffer for the window, each part made straight into its slice
+        buffer = memoryview(bytearray(sum(part.size for part in parts)))
+        views: list[Body] = []
+        for part, end in zip(parts, itertools.accumulate(p.size for p in parts), strict=True):
+            view = buffer[end - part.size : end]
+            workload.fill(part.index, part.start, view)
+            views.append(view)
+        return views
+
     def put(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
         path = request.key
         if isinstance(body, StagedFile):
@@ -287,6 +299,12 @@ class LocalBackend(SyncBackend):
         if start is not None and stop is not None:
             return SyncJob(Kind.GET, lambda: _read_range(path, start, stop, buffer_into))
         return SyncJob(Kind.GET, lambda: _read_whole(path, buffer_into, clock))
+
+    def landings(self, sizes: Sequence[int]) -> list[Landing]:
+        # one zeroed buffer (its pages touched) for the window, each read its slice
+        buffer = memoryview(bytearray(sum(sizes)))
+        ends = list(itertools.accumulate(sizes))
+        return [buffer[end - size : end] for size, end in zip(sizes, ends, strict=True)]
 
     def head(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
         path = request.key

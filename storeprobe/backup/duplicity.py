@@ -547,9 +547,9 @@ def _landed(session: Session, reads: list[Read], volume: _Volume) -> Iterator[_L
                         else:
                             size += spool.write(body)
             else:
-                for body in session.get_each(reads):
-                    size += spool.write(body)
-                    del body
+                for read in session.get_each(reads):
+                    size += spool.write(read)
+                    del read
             if size != volume.size:
                 raise OSError(f"{volume.key}: read {size} bytes, stored {volume.size}")
             spool.flush()

@@ -262,14 +262,13 @@ class _FilesReplay(Replay):
             # each window's files go to temporary names as they arrive (a later root's
             # copy replaces an earlier one's); they replace the directory's files once
             # the replay's copies are checked
-            for bodies in session.get_staged_windows(
+            for body in session.get_staged_each(
                 [Read(key=session.key(root.name, p)) for p in differ]
             ):
-                for body in bodies:
-                    path = next(remaining)
-                    write_fetched(_temporary(directory / path), body)
-                    fetched.add(path)
-                    local[path] = root.files[path]
+                path = next(remaining)
+                write_fetched(_temporary(directory / path), body)
+                fetched.add(path)
+                local[path] = root.files[path]
         wanted = {file.path: file for file in version.files}
         for path, file in wanted.items():
             if path not in local or not _equal(local[path], file):

@@ -102,8 +102,7 @@ class _Scenario:
     versions: tuple[Dataset, ...]
     verify: bool
     environment: Environment
-    #: what verification found of files it checked byte for byte (see verify_restore)
-    digests: dict[tuple[int, File], bytes] = attrs.field(factory=dict)
+    digests: dict[tuple[int, File], bytes] = attrs.field(factory=dict)  # verify_restore's
 
     def run(self, step: _Plan, directory: Path) -> Result:
         version = self.versions[step.version]

@@ -22,12 +22,21 @@ upload above it sends its parts as views of one (:meth:`Session.put_parts`), so 
 holds what is in flight, not the object. A :class:`StepProgress` is told of each window
 once it has closed, never while one is open.
 
+On a client that reads into and sends from views (the local disk), a window's bodies
+are made as slices of one buffer and a window's reads land in slices of one buffer
+(:meth:`~storeprobe.backends.base.Backend.bodies`,
+:meth:`~storeprobe.backends.base.Backend.landings`), made before the window:
+:meth:`Session.get_each` and :meth:`Session.get_staged_each` hand out views of it and
+release them before the next window is read. A buffer per object, each made and freed
+in whichever thread touched it, scattered the freed memory over the malloc arenas of
+the main and worker threads, and the process kept it (a tree of many small files).
+
 Untimed, outside the windows: making bodies (the bytes of the objects a window writes
 are generated just before it), folders a write needs on a file system, evicting what
 the backups wrote from the page cache before a restore (:meth:`Session.evict`), and the
 space the target holds (:meth:`Session.usage`, hard links counted once, as ``du``).
 
-Why one module (~740 lines, one class): :class:`Session` is the whole surface a backup
+Why one module (~840 lines, one class): :class:`Session` is the whole surface a backup
 method sees, every request kind as a timed window and the untimed work around them; its
 methods share the window bookkeeping and the record of names written, and a method's
 author reads it as one API.
@@ -59,7 +68,7 @@ from storeprobe.execution import (
 )
 from storeprobe.jobs import EXISTENCE, release_parts, settling
 from storeprobe.planning import Plan
-from storeprobe.request import Body, Kind, Outcome, Part, Request
+from storeprobe.request import Body, Buffer, Kind, Outcome, Part, Request
 from storeprobe.staging import Staging
 from storeprobe.target import Target
 from storeprobe.transfer import Clock, Run
@@ -102,14 +111,6 @@ def windows(sizes: Sequence[int], budget: int = WINDOW_BUDGET) -> list[range]:
     if start < len(sizes):
         runs.append(range(start, len(sizes)))
     return runs
-
-
-def _fill_staged(bodies: Sequence[bytes], staged: Sequence[Staging | None]) -> None:
-    """The bytes a client returned in its own buffer for a read it was given a staging
-    file for, written into that file (a function: no name of this frame outlives it)."""
-    for body, staging in zip(bodies, staged, strict=True):
-        if staging is not None and body:
-            staging.write(0, body)
 
 
 #: request kinds that change nothing on the target (its space is as it was)
@@ -274,25 +275,35 @@ class Session:
             backend = self.reader
         stagings: list[Staging] = []
 
+        def staged(request: Request) -> bool:
+            return (
+                request.kind is Kind.PUT
+                and request.body is not None
+                and request.body.size > self.stage_above
+                and backend.capabilities.sends_from_file
+                and request.part_size is None
+            )
+
         def body(request: Request) -> Body | None:
             part = request.body
             if part is None or payloads is None:
                 return None
-            if (
-                request.kind is Kind.PUT
-                and part.stop - part.start > self.stage_above
-                and backend.capabilities.sends_from_file
-                and request.part_size is None
-            ):
-                # a whole object larger than a window: staged on the local disk, 1 MiB
-                # at a time, and sent from there (see storeprobe.staging)
+            if staged(request):
+                # larger than a window: staged on the local disk, sent from there
                 stagings.append(Staging.of_payloads(payloads, part.index, part.stop))
                 return backend.whole_staged_file(stagings[-1])
-            return backend.body(payloads, part)
+            return next(made)
 
-        if any(r.kind not in _READS for r in plan.requests):
-            self.used = None
+        self.used = None if any(r.kind not in _READS for r in plan.requests) else self.used
         try:
+            # the window's other bodies made together (the local disk: views of one buffer)
+            made = iter(
+                []
+                if payloads is None
+                else backend.bodies(
+                    payloads, [r.body for r in plan.requests if r.body and not staged(r)]
+                )
+            )
             bodies = [body(r) for r in plan.requests]
             before = backend.attempts_seen()
             run = execute(
@@ -395,16 +406,94 @@ class Session:
             yield bodies
             bodies.clear()
 
-    def get_each(self, reads: Sequence[Read]) -> Iterator[bytes]:
-        """The bytes of each read of :meth:`get_windows`, one at a time and in order: a
-        window's bodies are handed out and let go one by one, so once the caller has
-        dropped the last of them the next window runs holding none (a ``for bodies in
-        get_windows(...)`` loop keeps its window's list while the next one is read)."""
-        for run in windows(self._sizes(reads), self.budget):
-            bodies = self._get([reads[i] for i in run])
+    def get_each(self, reads: Sequence[Read]) -> Iterator[bytes | memoryview]:
+        """The bytes of each read of :meth:`get_windows`, one at a time and in order, a
+        window at a time: :meth:`get_staged_each` without staging files."""
+        for body in self._each(reads, stage=False):
+            assert not isinstance(body, Staging)
+            yield body
+            del body
+
+    def get_staged_each(self, reads: Sequence[Read]) -> Iterator[bytes | memoryview | Staging]:
+        """Each read of :meth:`get_staged_windows` (whole objects above
+        :attr:`stage_above` landing in staging files, which the caller reads and closes),
+        one at a time and in order, a window at a time.
+
+        On a client that reads into a buffer made before the window (the local disk:
+        :meth:`~storeprobe.backends.base.Backend.landings`), a window's reads fill slices
+        of one buffer, each handed out as a memoryview of it, so a window of many small
+        reads allocates once (a buffer per read, made in whichever worker thread read
+        it, scatters what is freed over the threads' malloc arenas, and the process
+        keeps it). A view is valid until the next body is asked for after the window's
+        last: the session then releases the window's views, so the buffer is freed
+        before the next window is read, whatever still names them (a caller's loop
+        variable). Other clients' reads are handed out as ``bytes``, let go one by one."""
+        yield from self._each(reads, stage=True)
+
+    def _each(
+        self, reads: Sequence[Read], *, stage: bool
+    ) -> Iterator[bytes | memoryview | Staging]:
+        """The reads one by one, a window at a time (through staging files where
+        ``stage``); a window's views released before the next window is read."""
+        sizes = self._sizes(reads)
+        for run in windows(sizes, self.budget):
+            staged = self._stagings(reads, sizes, run, ranges=False) if stage else [None] * len(run)
+            bodies = self._landed([reads[i] for i in run], [sizes[i] for i in run], staged)
+            del staged
             bodies.reverse()
-            while bodies:
-                yield bodies.pop()
+            handed: list[memoryview] = []
+            try:
+                while bodies:
+                    body = bodies.pop()
+                    if isinstance(body, memoryview):
+                        handed.append(body)
+                    yield body
+                    del body
+            finally:
+                for body in bodies:  # not handed out: the caller stopped early
+                    if isinstance(body, Staging):
+                        body.close()
+                for view in handed:  # the window's buffer freed before the next is made
+                    view.release()
+
+    def _landed(
+        self,
+        reads: Sequence[Read],
+        sizes: Sequence[int],
+        staged: Sequence[Staging | None],
+        *,
+        views: bool = True,
+    ) -> list[bytes | memoryview | Staging]:
+        """One window of ``reads`` (``sizes`` bytes each): a read with a staging file in
+        ``staged`` lands in it (and is handed back so), the others where the client's
+        :meth:`~storeprobe.backends.base.Backend.landings` says (handed back as views of
+        them; not ``views``: nowhere) or in buffers of the client's own (copied to
+        ``bytes``, one at a time, as :meth:`get`)."""
+        ranged = any(read.start is not None for read in reads)
+        backend = self.reader if ranged else self.target.backend
+        try:
+            held = [n for n, s in zip(sizes, staged, strict=True) if s is None]
+            slices = iter(backend.landings(held) if views else [None] * len(held))
+            landings: list[Landing] = [next(slices) if s is None else s for s in staged]
+            del slices
+            received = self._received(reads, landings)
+        except BaseException:
+            for staging in staged:
+                if staging is not None:
+                    staging.close()
+            raise
+        bodies: list[bytes | memoryview | Staging] = []
+        for index, (landing, staging) in enumerate(zip(landings, staged, strict=True)):
+            data, received[index] = received[index], None
+            if staging is not None:
+                if data:  # the client returned it in its own buffer
+                    staging.write(0, data)
+                bodies.append(staging)
+            elif landing is not None and isinstance(data, memoryview):
+                bodies.append(data)
+            else:
+                bodies.append(bytes(data or b""))
+        return bodies
 
     def get_staged_windows(
         self, reads: Sequence[Read], *, ranges: bool = False
@@ -419,32 +508,33 @@ class Session:
         As with :meth:`get_windows`, the list handed out is emptied before the next
         window runs."""
         sizes = self._sizes(reads)
-        whole_lands = self.target.backend.capabilities.lands_in_file
-        range_lands = ranges and self.reader.capabilities.lands_in_file
-
-        def staged_one(read: Read, size: int) -> Staging | None:
-            lands = whole_lands if read.start is None else range_lands
-            return Staging.blank(size) if lands and size > self.stage_above else None
-
         for run in windows(sizes, self.budget):
+            staged = self._stagings(reads, sizes, run, ranges=ranges)
             some = [reads[i] for i in run]
-            staged: list[Staging | None] = [staged_one(reads[i], sizes[i]) for i in run]
-            try:
-                got = self._get(some, landings=staged) if any(staged) else self._get(some)
-                _fill_staged(got, staged)
-            except BaseException:
-                for staging in staged:
-                    if staging is not None:
-                        staging.close()
-                raise
-            bodies: list[bytes | Staging] = [
-                b if s is None else s for b, s in zip(got, staged, strict=True)
+            bodies: list[bytes | Staging] = [  # not views: bytes already (no copy made)
+                b if isinstance(b, bytes | Staging) else bytes(b)
+                for b in self._landed(some, [sizes[i] for i in run], staged, views=False)
             ]
-            del got, staged
+            del staged
             yield bodies
             # the caller's loop variable still names this list while the next window is
             # read: emptied, it holds none of this window's bytes
             bodies.clear()
+
+    def _stagings(
+        self, reads: Sequence[Read], sizes: Sequence[int], run: range, *, ranges: bool
+    ) -> list[Staging | None]:
+        """A staging file for each read of ``run`` above :attr:`stage_above` that lands in
+        one (see :meth:`get_staged_windows`), None for the others."""
+        whole_lands = self.target.backend.capabilities.lands_in_file
+        range_lands = ranges and self.reader.capabilities.lands_in_file
+        return [
+            Staging.blank(sizes[i])
+            if (whole_lands if reads[i].start is None else range_lands)
+            and sizes[i] > self.stage_above
+            else None
+            for i in run
+        ]
 
     @property
     def stage_above(self) -> int:
@@ -463,6 +553,18 @@ class Session:
     def _get(self, reads: Sequence[Read], landings: Sequence[Landing] | None = None) -> list[bytes]:
         if not reads:
             return []
+        received = self._received(reads, landings)
+        bodies: list[bytes] = []
+        for index, data in enumerate(received):  # one copy at a time: a window, not two
+            received[index] = None
+            bodies.append(bytes(data or b""))
+        return bodies
+
+    def _received(
+        self, reads: Sequence[Read], landings: Sequence[Landing] | None
+    ) -> list[Buffer | None]:
+        """What one window of GETs of ``reads`` returned, read by read (a view of its
+        landing where the client read into one)."""
         plan = Plan(
             phases=(
                 tuple(
@@ -473,13 +575,9 @@ class Session:
         )
         run = self._window(plan, landings=landings)
         self.touched.update(read.key for read in reads)
-        received = [outcome.data for outcome in run.outcomes]
+        received: list[Buffer | None] = [outcome.data for outcome in run.outcomes]
         del run  # the step keeps its record without the bytes read (see _kept)
-        bodies: list[bytes] = []
-        for index, data in enumerate(received):  # one copy at a time: a window, not two
-            received[index] = None
-            bodies.append(bytes(data or b""))
-        return bodies
+        return received
 
     def put_parts(self, blob: Blob, part_size: int, concurrency: int) -> None:
         """One multipart upload of ``blob`` in parts of ``part_size`` bytes, at most
