@@ -21,7 +21,7 @@ proxy that sends the first write into a new folder alone: without it rclone v1.7
 loses objects written into a folder several PUTs create at once).
 
     python benchmarks/full_size.py [--cases tree:files:local:1 image:chunks:s3:4 ...]
-        [--work DIR] [--json FILE]
+        [--work DIR] [--json FILE] [--scale 1.0]
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def rss_mib(field):
 
 kind, method, url, streams = {kind!r}, {method!r}, {url!r}, {streams}
 options = {options!r}
-first = (Tree.source_tree(scale=1.0, seed=1) if kind == "tree"
+first = (Tree.source_tree(scale={scale!r}, seed=1) if kind == "tree"
          else Image.create("4GiB", block_size="64KiB", seed=1))
 count = 6 if kind == "tree" else 3
 base = rss_mib("VmRSS")
@@ -81,7 +81,7 @@ from storeprobe import Image, Tree
 from storeprobe.manifest import Chunking, map_chunks
 
 kind, method = {kind!r}, {method!r}
-first = (Tree.source_tree(scale=1.0, seed=1) if kind == "tree"
+first = (Tree.source_tree(scale={scale!r}, seed=1) if kind == "tree"
          else Image.create("4GiB", block_size="64KiB", seed=1))
 chain = [first]
 for _ in range((6 if kind == "tree" else 3) - 1):
@@ -142,6 +142,9 @@ def main() -> None:
     parser.add_argument("--cases", nargs="+", default=["tree:files:local:1"])
     parser.add_argument("--work", default=str(ROOT))
     parser.add_argument("--json")
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="the tree's scale (1.0: the full tree)"
+    )
     args = parser.parse_args()
     print("| dataset | method | target | streams | wall s | timed s | CPU s | "
           "content CPU s | peak RSS MiB | growth MiB |")  # fmt: skip
@@ -167,7 +170,7 @@ def main() -> None:
             env_tmp.mkdir()
             code = CASE.format(
                 root=str(ROOT), kind=kind, method=method, url=url, streams=int(streams),
-                options=options,
+                options=options, scale=args.scale,
             )  # fmt: skip
             os.environ["TMPDIR"] = str(env_tmp)
             try:
@@ -177,7 +180,9 @@ def main() -> None:
                     server.terminate()
                     server.wait(timeout=30)
                 shutil.rmtree(Path(scratch) / "s3root", ignore_errors=True)
-        content = _last_json(CONTENT.format(root=str(ROOT), kind=kind, method=method))
+        content = _last_json(
+            CONTENT.format(root=str(ROOT), kind=kind, method=method, scale=args.scale)
+        )
         row = {"case": case, **figures, **content}
         rows.append(row)
         if not figures.get("ok"):
