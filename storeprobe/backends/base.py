@@ -36,6 +36,7 @@ files.
 
 from __future__ import annotations
 
+import itertools
 from abc import ABC
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from pathlib import Path
@@ -77,6 +78,8 @@ __all__ = [
     "arrange",
     "check_bucket",
     "check_directory",
+    "sliced_bodies",
+    "sliced_landings",
     "source_of",
     "unsupported",
 ]
@@ -86,6 +89,28 @@ Classified = tuple[type[TargetError], str]
 #: where a read lands: a buffer the probe prepared before the window, a staging file the
 #: client writes a whole object into as it arrives (see storeprobe.staging), or None
 Landing = bytearray | memoryview | Staging | None
+
+
+def sliced_bodies(workload: Payloads, parts: Sequence[Part]) -> list[Body]:
+    """The bodies of a window's ``parts`` as slices of one buffer, each part generated
+    straight into its slice (before the window): one allocation for the window, freed
+    whole, instead of one per object (see :meth:`Backend.bodies`)."""
+    buffer = memoryview(bytearray(sum(part.size for part in parts)))
+    views: list[Body] = []
+    for part, end in zip(parts, itertools.accumulate(p.size for p in parts), strict=True):
+        view = buffer[end - part.size : end]
+        workload.fill(part.index, part.start, view)
+        views.append(view)
+    return views
+
+
+def sliced_landings(sizes: Sequence[int]) -> list[Landing]:
+    """Where a window of reads of ``sizes`` bytes lands: slices of one zeroed buffer
+    (its pages touched), made before the window (see :meth:`Backend.landings`)."""
+    buffer = memoryview(bytearray(sum(sizes)))
+    ends = itertools.accumulate(sizes)
+    return [buffer[end - size : end] for size, end in zip(sizes, ends, strict=True)]
+
 
 #: the backend's method that makes each kind of request (outside a multipart upload)
 HOOKS: Mapping[Kind, str] = MappingProxyType(

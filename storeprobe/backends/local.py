@@ -24,13 +24,20 @@ window.
 from __future__ import annotations
 
 import errno
-import itertools
 import os
 import shutil
 import sys
 from collections.abc import Callable, Collection, Sequence
 
-from storeprobe.backends.base import Capabilities, Landing, SyncBackend, SyncUpload, source_of
+from storeprobe.backends.base import (
+    Capabilities,
+    Landing,
+    SyncBackend,
+    SyncUpload,
+    sliced_bodies,
+    sliced_landings,
+    source_of,
+)
 from storeprobe.backends.registry import ClientSpec
 from storeprobe.request import Body, Kind, Outcome, Part, Payloads, Request, StagedFile, SyncJob
 from storeprobe.staging import CHUNK, Staging
@@ -260,14 +267,7 @@ class LocalBackend(SyncBackend):
         return None
 
     def bodies(self, workload: Payloads, parts: Sequence[Part]) -> list[Body]:
-        # one buffer for the window, each part made straight into its slice
-        buffer = memoryview(bytearray(sum(part.size for part in parts)))
-        views: list[Body] = []
-        for part, end in zip(parts, itertools.accumulate(p.size for p in parts), strict=True):
-            view = buffer[end - part.size : end]
-            workload.fill(part.index, part.start, view)
-            views.append(view)
-        return views
+        return sliced_bodies(workload, parts)  # one buffer for the window
 
     def put(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
         path = request.key
@@ -301,10 +301,7 @@ class LocalBackend(SyncBackend):
         return SyncJob(Kind.GET, lambda: _read_whole(path, buffer_into, clock))
 
     def landings(self, sizes: Sequence[int]) -> list[Landing]:
-        # one zeroed buffer (its pages touched) for the window, each read its slice
-        buffer = memoryview(bytearray(sum(sizes)))
-        ends = list(itertools.accumulate(sizes))
-        return [buffer[end - size : end] for size, end in zip(sizes, ends, strict=True)]
+        return sliced_landings(sizes)  # one buffer for the window, each read its slice
 
     def head(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
         path = request.key

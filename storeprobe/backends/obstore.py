@@ -53,6 +53,8 @@ from storeprobe.backends.base import (
     Classified,
     Landing,
     check_bucket,
+    sliced_bodies,
+    sliced_landings,
     source_of,
 )
 from storeprobe.backends.bulk_delete import KeysNotDeletedError, refused_in
@@ -62,11 +64,14 @@ from storeprobe.errors import TargetNotFoundError, TargetPermissionError
 from storeprobe.request import AsyncJob, Body, Kind, Outcome, Part, Payloads, Request, StagedFile
 from storeprobe.staging import CHUNK, Staging
 from storeprobe.transfer import Clock
-from storeprobe.units import GiB, MiB
+from storeprobe.units import GiB, KiB, MiB
 
 __all__ = ["SPEC", "ObstoreBackend", "RangesRefusedError", "wait_for_foreign_threads"]
 
 
+#: the least bytes obstore gathers before handing a chunk of a read landing in a
+#: window's buffer to Python (its buffers stay small: a chunk is copied and dropped)
+_LANDING_CHUNK = 64 * KiB
 #: keys in one page of an S3 listing (ListObjectsV2's maximum and default)
 _S3_PAGE = 1000
 #: keys one S3 DeleteObjects request may name: obstore's own batch for a list of paths
@@ -189,6 +194,14 @@ class ObstoreBackend(AsyncBackend):
     def body(self, workload: Payloads, part: Part) -> Body:
         return workload.payload_bytes(part.index, part.start, part.stop)
 
+    def bodies(self, workload: Payloads, parts: Sequence[Part]) -> list[Body]:
+        # a scenario's window: slices of one buffer (obstore sends from a view)
+        return sliced_bodies(workload, parts)
+
+    def landings(self, sizes: Sequence[int]) -> list[Landing]:
+        # a scenario's window of reads: each streamed into its slice of one buffer
+        return sliced_landings(sizes)
+
     def writer(self, path: str) -> ObstoreBackend:
         """This backend, or a twin putting without If-None-Match if the storage refuses it.
 
@@ -274,6 +287,26 @@ class ObstoreBackend(AsyncBackend):
                 return Outcome(received=received, first_byte_ns=first_byte)
 
             return AsyncJob(Kind.GET, get_staged)
+
+        if isinstance(into, memoryview):
+            view = into
+
+            async def get_into() -> Outcome:
+                # a scenario's read: its chunks copied into the window's buffer as they
+                # arrive (as bytes_async joins them into one), and dropped
+                response = await store.get_async(key)
+                first_byte = clock()
+                filled, extra = 0, list[bytes]()
+                async for chunk in response.stream(min_chunk_size=_LANDING_CHUNK):
+                    if extra or filled + len(chunk) > len(view):  # more than was written
+                        extra.append(bytes(chunk))
+                        continue
+                    view[filled : filled + len(chunk)] = chunk
+                    filled += len(chunk)
+                data = bytes(view[:filled]) + b"".join(extra) if extra else view[:filled]
+                return Outcome(received=len(data), first_byte_ns=first_byte, data=data)
+
+            return AsyncJob(Kind.GET, get_into)
 
         async def get() -> Outcome:
             response = await store.get_async(key)
