@@ -284,7 +284,8 @@ class Session:
                 []
                 if payloads is None
                 else backend.bodies(
-                    payloads, [r.body for r in plan.requests if r.body and not staged(r)]
+                    payloads,
+                    [r.body for r in plan.requests if r.body is not None and not staged(r)],
                 )
             )
             bodies = [body(r) for r in plan.requests]
