@@ -297,13 +297,8 @@ class Session:
         self.used = None if any(r.kind not in _READS for r in plan.requests) else self.used
         try:
             # the window's other bodies made together (the local disk: views of one buffer)
-            made = iter(
-                []
-                if payloads is None
-                else backend.bodies(
-                    payloads, [r.body for r in plan.requests if r.body and not staged(r)]
-                )
-            )
+            parts = [r.body for r in plan.requests if r.body is not None and not staged(r)]
+            made = iter([] if payloads is None else backend.bodies(payloads, parts))
             bodies = [body(r) for r in plan.requests]
             before = backend.attempts_seen()
             run = execute(
