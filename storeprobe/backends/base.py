@@ -28,7 +28,7 @@ which code makes which request:
 
 Nothing a backend holds changes during a run.
 
-Why one module (~470 lines): this is the contract a new client's author reads (the
+Why one module (~530 lines): this is the contract a new client's author reads (the
 capabilities, the two tables, binding a plan into jobs, the housekeeping helpers every
 backend shares); split, the tables and the code that reads them would sit in separate
 files.

@@ -17,6 +17,10 @@ whole input first), so a staged object is uploaded through its multipart upload,
 read from the staged file (one at a time at one stream; see :mod:`storeprobe.planning`).
 A staged object's single GET is streamed: each chunk of ``staging.CHUNK`` bytes is written
 into the staging file as it arrives, and dropped.
+In a backup scenario's window, the bodies are slices of one buffer
+(:func:`~storeprobe.backends.base.sliced_bodies`) and each whole-object GET streams into
+its slice of one buffer made before the window, 64 KiB chunks at a time: a window of
+many small objects allocates once instead of once per object in obstore's threads.
 
 obstore's own retries leave no trace, so its stores retry nothing and storeprobe retries
 each request itself, with obstore's policy, counting every retry
@@ -26,7 +30,7 @@ At interpreter exit, :func:`wait_for_foreign_threads` (registered with :mod:`ate
 obstore's threads finish handing over results before the interpreter finalizes: without
 it a short script ends with SIGABRT now and then, after all its work is done.
 
-Why one module (~430 lines): one backend class with a hook for every request kind it
+Why one module (~490 lines): one backend class with a hook for every request kind it
 makes and the exit guard only obstore needs; the stores it builds and its retry policy
 are :mod:`.obstore_stores` and :mod:`.obstore_retries`.
 """
