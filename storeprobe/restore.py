@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Iterator, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
+
+from attrs import define, field
 
 from storeprobe.dataset import Dataset, File, Tree
 from storeprobe.manifest import VersionMap
@@ -25,7 +28,7 @@ _VERIFY_CHUNK = 8 * 1024 * 1024
 #: how a restored file is opened for writing: made or emptied
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
 
-__all__ = ["assemble", "verify_restore", "write_fetched", "write_files"]
+__all__ = ["SETTLED_NS", "Verified", "assemble", "verify_restore", "write_fetched", "write_files"]
 
 
 def assemble(
@@ -128,18 +131,39 @@ def write_files(directory: Path, files: Mapping[str, bytes], removed: Iterable[s
         (directory / path).unlink()
 
 
-def verify_restore(
-    dataset: Dataset, directory: Path, digests: dict[tuple[int, File], bytes] | None = None
-) -> None:
-    """Raise :class:`~storeprobe.verification.VerificationError` unless ``directory``
-    holds exactly ``dataset``'s files, byte for byte.
+#: how long before its check a file must have last changed for its stat to vouch for it
+#: later (2 s: beyond any file system's timestamp granularity, FAT's 2 s included)
+SETTLED_NS = 2_000_000_000
 
-    ``digests`` (a dict the caller keeps across restores) holds the SHA-256 digest (its
-    first 16 bytes) of each tree file (keyed by its tree's seed and its :class:`File`,
-    which fix its bytes) checked byte for byte before: such a file, kept unchanged by a
-    later version, is read and its digest compared instead of its bytes being generated
-    again (a differing digest is searched byte for byte for the first bad byte). Image
-    files are always compared byte for byte."""
+
+@define
+class Verified:
+    """What verification found over the restores of one scenario, so each next restore
+    re-reads and regenerates only what could differ (tree files; an image is compared
+    byte for byte every time).
+
+    - ``digests``: the first 16 bytes of the SHA-256 of each tree file's bytes (keyed by
+      its tree's seed and its :class:`File`, which fix its bytes) once checked byte for
+      byte: a later version keeping the file is read and its digest compared instead of
+      its bytes being generated again (a differing digest is searched byte for byte
+      for the first bad byte);
+    - ``settled``: each path checked whose file had not changed for :data:`SETTLED_NS`
+      before it was checked, with a hash of the :class:`File` and its inode, size,
+      modification and change times (ns): while they are the same, the file has not
+      been written since (any write sets its change time) and it is not read again.
+    """
+
+    digests: dict[tuple[int, File], bytes] = field(factory=dict)
+    settled: dict[str, int] = field(factory=dict)
+    #: the wall clock in ns, as file times are kept (injected in tests)
+    clock: Callable[[], int] = time.time_ns
+
+
+def verify_restore(dataset: Dataset, directory: Path, verified: Verified | None = None) -> None:
+    """Raise :class:`~storeprobe.verification.VerificationError` unless ``directory``
+    holds exactly ``dataset``'s files, byte for byte. ``verified`` (kept by the caller
+    across the restores of one scenario) spares a tree file what an earlier check
+    already proved (see :class:`Verified`)."""
     expected = {file.path: file for file in dataset.files}
     found = set(_files_under(str(directory), ""))
     if found != set(expected):
@@ -147,16 +171,40 @@ def verify_restore(
         raise VerificationError(
             f"restore differs: {len(extra)} extra, {len(missing)} missing files"
         )
-    known = digests if isinstance(dataset, Tree) else None
+    known = verified if isinstance(dataset, Tree) else None
     # one buffer for every file, read 8 MiB at a time: a file of any size is checked in
     # bounded memory, and a tree's many small files make no buffer each
     buffer = memoryview(bytearray(_VERIFY_CHUNK))
     for path, file in expected.items():
-        where = _check_file(dataset, file, os.path.join(directory, path), buffer, known)
+        where = _checked(dataset, file, path, os.path.join(directory, path), buffer, known)
         if where is not None:
             raise VerificationError(
                 f"verification failed: {path} differs from version {dataset.version} at {where}"
             )
+
+
+def _checked(
+    dataset: Dataset,
+    file: File,
+    name: str,
+    path: str,
+    buffer: memoryview,
+    verified: Verified | None,
+) -> str | None:
+    """:func:`_check_file`, unless ``verified`` says the file at ``path`` (``name`` in
+    the directory) is the one checked before and unchanged since; then remembered."""
+    if verified is None:
+        return _check_file(dataset, file, path, buffer, None)
+    now = verified.clock()
+    stat = os.stat(path)
+    same = hash((file, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns))
+    if verified.settled.get(name) == same:
+        return None
+    verified.settled.pop(name, None)
+    where = _check_file(dataset, file, path, buffer, verified.digests)
+    if where is None and stat.st_ctime_ns < now - SETTLED_NS:
+        verified.settled[name] = same
+    return where
 
 
 def _check_file(
@@ -167,7 +215,7 @@ def _check_file(
     digests: dict[tuple[int, File], bytes] | None,
 ) -> str | None:
     """Where the file at ``path`` first differs from ``file`` (``"its length"``, ``"byte
-    N"``), or None; by its digest where ``digests`` has one (see :func:`verify_restore`)."""
+    N"``), or None; by its digest where ``digests`` has one (see :class:`Verified`)."""
     key = (dataset.seed, file)
     known = None if digests is None else digests.get(key)
     digest = None if digests is None else hashlib.sha256()

@@ -4,6 +4,7 @@ exactly a version, byte for byte, naming what differs."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,14 @@ import pytest
 from storeprobe import Workload
 from storeprobe.dataset import Tree
 from storeprobe.manifest import Chunking, Pieces, VersionMap, map_chunks, map_files
-from storeprobe.restore import assemble, verify_restore, write_fetched, write_files
+from storeprobe.restore import (
+    SETTLED_NS,
+    Verified,
+    assemble,
+    verify_restore,
+    write_fetched,
+    write_files,
+)
 from storeprobe.sizes import Sizes
 from storeprobe.staging import Staging
 from storeprobe.units import KiB
@@ -160,17 +168,18 @@ def test_a_file_verified_before_is_checked_by_its_digest_and_a_change_still_foun
         return mismatch(self, file, data, offset)
 
     monkeypatch.setattr(Tree, "mismatch", counted)
-    digests: dict[Any, bytes] = {}
+    verified = Verified()  # its clock: now, so no file has settled
     _restored(tree, tmp_path)
-    verify_restore(tree, tmp_path, digests)
+    verify_restore(tree, tmp_path, verified)
     assert sorted(generated) == sorted(f.path for f in tree.files)
-    assert len(digests) == len(tree.files)
+    assert len(verified.digests) == len(tree.files)
+    assert verified.settled == {}
     generated.clear()
     write_files(tmp_path, {f.path: evolved.payload(f) for f in evolved.files}, [])
     removed = {f.path for f in tree.files} - {f.path for f in evolved.files}
     for gone in removed:
         (tmp_path / gone).unlink()
-    verify_restore(evolved, tmp_path, digests)
+    verify_restore(evolved, tmp_path, verified)
     assert set(generated) == changed  # only what the new version changed is generated
     kept = next(f for f in evolved.files if f.path not in changed)
     path = tmp_path / kept.path
@@ -181,7 +190,47 @@ def test_a_file_verified_before_is_checked_by_its_digest_and_a_change_still_foun
         VerificationError,
         match=f"verification failed: {kept.path} differs from version 1 at byte 1234",
     ):
-        verify_restore(evolved, tmp_path, digests)
+        verify_restore(evolved, tmp_path, verified)
+
+
+def test_a_file_settled_and_unchanged_since_its_check_is_not_read_again(
+    tree: Tree, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file last changed more than SETTLED_NS before it was checked, with the same
+    inode, size and times since, is not opened again; one rewritten since (the same
+    size, a byte flipped in place) is read and named; one changed just before its check
+    is read every time."""
+    _restored(tree, tmp_path)
+    times = [os.stat(tmp_path / f.path).st_ctime_ns for f in tree.files]
+    opened: list[str] = []
+    real_open = os.open
+
+    def recorded(path: Any, flags: int, mode: int = 0o777) -> int:
+        opened.append(str(path))
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(os, "open", recorded)
+    fresh = Verified(clock=lambda: max(times))  # every file changed just now
+    verify_restore(tree, tmp_path, fresh)
+    verify_restore(tree, tmp_path, fresh)
+    assert fresh.settled == {}
+    assert len(opened) == 2 * len(tree.files)
+    verified = Verified(clock=lambda: max(times) + SETTLED_NS + 1)  # all settled
+    verify_restore(tree, tmp_path, verified)
+    assert sorted(verified.settled) == sorted(f.path for f in tree.files)
+    opened.clear()
+    verify_restore(tree, tmp_path, verified)
+    assert opened == []
+    file = tree.files[4]
+    path = tmp_path / file.path
+    with open(path, "r+b") as handle:  # the same size, written in place
+        handle.seek(77)
+        byte = handle.read(1)[0]
+        handle.seek(77)
+        handle.write(bytes([byte ^ 0xFF]))
+    with pytest.raises(VerificationError, match=f"{file.path} differs .* at byte 77"):
+        verify_restore(tree, tmp_path, verified)
+    assert opened == [str(path)] * 2  # read for its digest, then for the first bad byte
 
 
 # -- write_files, write_fetched -----------------------------------------------------------

@@ -37,13 +37,13 @@ from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backup.method import BackupMethod, Replay, StepKind
 from storeprobe.backup.registry import method_for
 from storeprobe.backup.session import Session, StepProgress
-from storeprobe.dataset import Dataset, File, Image, Tree
+from storeprobe.dataset import Dataset, Image, Tree
 from storeprobe.environment import Environment
 from storeprobe.errors import ConfigurationError
 from storeprobe.execution import bounded, cleanup_notice, open_run, remove_run
 from storeprobe.notices import Code, Notice
 from storeprobe.repeats import retried_notice
-from storeprobe.restore import verify_restore
+from storeprobe.restore import Verified, verify_restore
 from storeprobe.result import Result
 from storeprobe.sampling import combine, seconds_by_kind
 from storeprobe.settings import Settings
@@ -102,7 +102,7 @@ class _Scenario:
     versions: tuple[Dataset, ...]
     verify: bool
     environment: Environment
-    digests: dict[tuple[int, File], bytes] = attrs.field(factory=dict)  # verify_restore's
+    verified: Verified = attrs.field(factory=Verified)
 
     def run(self, step: _Plan, directory: Path) -> Result:
         version = self.versions[step.version]
@@ -129,7 +129,7 @@ class _Scenario:
             held = None if step.held is None else self.versions[step.held]
             self.replay.restore(session, version, held, directory)
             if self.verify:
-                verify_restore(version, directory, self.digests)
+                verify_restore(version, directory, self.verified)
         return self._result(step, notices)
 
     def _result(self, step: _Plan, notices: tuple[Notice, ...]) -> Result:
