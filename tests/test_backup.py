@@ -429,6 +429,44 @@ def test_a_small_window_budget_keeps_the_requests_and_restores_every_byte(
     assert made[1] > made[0]
 
 
+@pytest.mark.parametrize("method", ["files", "rsnapshot"])
+def test_many_small_requests_go_in_windows_of_at_most_window_requests(
+    tmp_path: Path, method: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HEADs, listings, copies, links, renames and deletes of one call split into
+    windows of at most WINDOW_REQUESTS requests: the same requests in the same order,
+    every version restored and verified."""
+    from storeprobe.execution import execute  # what the session calls
+
+    sent: list[list[tuple[str, str]]] = []
+    sizes: list[list[tuple[str, int]]] = []
+
+    def recorded(backend: Any, plan: Any, **kwargs: Any) -> Any:
+        requests = plan.requests
+        sent[-1] += [(r.kind.value, r.key.rsplit("/storeprobe-", 1)[-1]) for r in requests]
+        sizes[-1].append((requests[0].kind.value, len(requests)))
+        return execute(backend, plan, **kwargs)
+
+    monkeypatch.setattr(session_module, "execute", recorded)
+    versions = [TREE, TREE.evolve(seed=1)]
+    for where, most in (("whole", session_module.WINDOW_REQUESTS), ("split", 5)):
+        monkeypatch.setattr(session_module, "WINDOW_REQUESTS", most)
+        sent.append([])
+        sizes.append([])
+        (tmp_path / where).mkdir()
+        results = Probe.from_url(str(tmp_path / where), streams=2).backup_restore(
+            TREE, versions=versions, method=method
+        )
+        assert all(r.ok for r in results), [r.errors for r in results]
+    assert [(k, key.split("/", 1)[-1]) for k, key in sent[0]] == [
+        (k, key.split("/", 1)[-1]) for k, key in sent[1]
+    ]
+    small = [(kind, n) for kind, n in sizes[1] if kind not in ("put", "get")]
+    assert max(n for kind, n in sizes[0] if kind not in ("put", "get")) > 5
+    assert small
+    assert all(n <= 5 for _, n in small)
+
+
 @pytest.mark.parametrize("method", ["files", "chunks"])
 def test_a_restore_holds_no_earlier_window_while_it_reads_the_next(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
