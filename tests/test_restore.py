@@ -141,6 +141,22 @@ def test_verify_restore_names_the_file_the_version_and_the_first_bad_byte(
         verify_restore(tree, tmp_path)
 
 
+def test_verify_restore_names_the_first_differing_file_in_the_versions_order(
+    tree: Tree, tmp_path: Path
+) -> None:
+    """Files are checked several at once: of two that differ, the one first in the
+    version's order is named, whichever thread finished first."""
+    _restored(tree, tmp_path)
+    first, last = tree.files[1], tree.files[-1]
+    for file in (last, first):
+        path = tmp_path / file.path
+        data = bytearray(path.read_bytes())
+        data[10] ^= 0xFF
+        path.write_bytes(bytes(data))
+    with pytest.raises(VerificationError, match=f"{first.path} differs .* at byte 10"):
+        verify_restore(tree, tmp_path)
+
+
 def test_verify_restore_names_a_file_of_the_wrong_length(tree: Tree, tmp_path: Path) -> None:
     _restored(tree, tmp_path)
     file = tree.files[2]
