@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from attrs import define, field
@@ -26,12 +24,7 @@ from storeprobe.staging import Staging
 from storeprobe.verification import VerificationError
 
 #: bytes of a restored file read and checked at a time
-_VERIFY_CHUNK = 2 * 1024 * 1024
-#: files checked at once, each by a thread with its own buffer (opening, reading and
-#: hashing release the GIL: on a tree of many small files they overlap)
-_VERIFY_WORKERS = 4
-#: files handed to the threads at a time (not the whole tree's futures at once)
-_VERIFY_BATCH = 512
+_VERIFY_CHUNK = 8 * 1024 * 1024
 #: how a restored file is opened for writing: made or emptied
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
 
@@ -179,26 +172,15 @@ def verify_restore(dataset: Dataset, directory: Path, verified: Verified | None 
             f"restore differs: {len(extra)} extra, {len(missing)} missing files"
         )
     known = verified if isinstance(dataset, Tree) else None
-    buffers = threading.local()
-
-    def check(item: tuple[str, File]) -> str | None:
-        # each thread's own buffer, read 2 MiB at a time: a file of any size is checked
-        # in bounded memory, and a tree's many small files make no buffer each
-        if (buffer := getattr(buffers, "buffer", None)) is None:
-            buffer = buffers.buffer = memoryview(bytearray(_VERIFY_CHUNK))
-        name, file = item
-        return _checked(dataset, file, name, os.path.join(directory, name), buffer, known)
-
-    items = list(expected.items())
-    with ThreadPoolExecutor(_VERIFY_WORKERS, thread_name_prefix="storeprobe-verify") as pool:
-        for start in range(0, len(items), _VERIFY_BATCH):
-            batch = items[start : start + _VERIFY_BATCH]
-            for (path, _), where in zip(batch, pool.map(check, batch), strict=True):
-                if where is not None:  # the first in the version's order
-                    raise VerificationError(
-                        f"verification failed: {path} differs from version "
-                        f"{dataset.version} at {where}"
-                    )
+    # one buffer for every file, read 8 MiB at a time: a file of any size is checked in
+    # bounded memory, and a tree's many small files make no buffer each
+    buffer = memoryview(bytearray(_VERIFY_CHUNK))
+    for path, file in expected.items():
+        where = _checked(dataset, file, path, os.path.join(directory, path), buffer, known)
+        if where is not None:
+            raise VerificationError(
+                f"verification failed: {path} differs from version {dataset.version} at {where}"
+            )
 
 
 def _checked(
