@@ -259,6 +259,22 @@ SCENARIO_TIMEOUT_S = 560
 @pytest.mark.parametrize(
     "method", ["files", "chunks", "restic", "duplicity", "duplicacy", "rsnapshot", "rdiff-backup"]
 )
+def _scenario_figures(code: str, args: list[str], staging: Path) -> dict[str, Any]:
+    """The figures ``code`` prints as its last line, run with ``args`` in a process of its
+    own whose temporary directory is ``staging``; its scenario's steps all passed."""
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TMPDIR": str(staging)},
+        timeout=SCENARIO_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stderr
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert figures["ok"], figures["errors"]
+    return figures
+
+
 def test_a_backup_scenario_keeps_memory_bounded(tmp_path: Path, method: str) -> None:
     """Every method backs up and restores a 512 MiB image (two versions, every restore
     verified byte for byte) within 320 MiB of peak RSS growth, in a process of its own."""
@@ -266,17 +282,7 @@ def test_a_backup_scenario_keeps_memory_bounded(tmp_path: Path, method: str) -> 
     disk.mkdir()
     staging = tmp_path / "staging"
     staging.mkdir()
-    env = {**os.environ, "TMPDIR": str(staging)}
-    done = subprocess.run(
-        [sys.executable, "-c", _SCENARIO, str(disk), method, str(SCENARIO_IMAGE)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=SCENARIO_TIMEOUT_S,
-    )
-    assert done.returncode == 0, done.stderr
-    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    assert figures["ok"], figures["errors"]
+    figures = _scenario_figures(_SCENARIO, [str(disk), method, str(SCENARIO_IMAGE)], staging)
     assert figures["steps"] == 4
     growth = figures["peak"] - figures["base"]
     assert growth <= SCENARIO_GROWTH, f"{method}: peak RSS grew by {growth / MiB:.0f} MiB"
@@ -311,17 +317,7 @@ print(json.dumps({"ok": all(r.ok for r in results),
 
 def _tree_growth(url: str, options: dict[str, Any], method: str, staging: Path) -> int:
     """Peak RSS growth (bytes) of the tree's scenario at ``url`` in a process of its own."""
-    env = {**os.environ, "TMPDIR": str(staging)}
-    done = subprocess.run(
-        [sys.executable, "-c", _TREE, url, method, json.dumps(options)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=SCENARIO_TIMEOUT_S,
-    )
-    assert done.returncode == 0, done.stderr
-    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    assert figures["ok"], figures["errors"]
+    figures = _scenario_figures(_TREE, [url, method, json.dumps(options)], staging)
     assert figures["files"] == 8700
     assert list(staging.iterdir()) == []
     return int(figures["peak"] - figures["base"])

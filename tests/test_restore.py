@@ -112,6 +112,13 @@ def test_a_local_object_of_the_wrong_length_is_refused(tree: Tree, tmp_path: Pat
 
 
 # -- verify_restore -----------------------------------------------------------------------
+def _flip(path: Path, at: int) -> None:
+    """Flip the byte at offset ``at`` of the file at ``path`` (it differs whatever it was)."""
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
 def _restored(tree: Tree, directory: Path) -> None:
     write_files(directory, {file.path: tree.payload(file) for file in tree.files}, [])
 
@@ -130,10 +137,7 @@ def test_verify_restore_names_the_file_the_version_and_the_first_bad_byte(
 ) -> None:
     _restored(tree, tmp_path)
     file = tree.files[3]
-    path = tmp_path / file.path
-    data = bytearray(path.read_bytes())
-    data[1000] ^= 0xFF
-    path.write_bytes(bytes(data))
+    _flip(tmp_path / file.path, 1000)
     with pytest.raises(
         VerificationError,
         match=f"verification failed: {file.path} differs from version 0 at byte 1000",
@@ -149,10 +153,7 @@ def test_verify_restore_names_the_first_differing_file_in_the_versions_order(
     _restored(tree, tmp_path)
     first, last = tree.files[1], tree.files[-1]
     for file in (last, first):
-        path = tmp_path / file.path
-        data = bytearray(path.read_bytes())
-        data[10] ^= 0xFF
-        path.write_bytes(bytes(data))
+        _flip(tmp_path / file.path, 10)
     with pytest.raises(VerificationError, match=f"{first.path} differs .* at byte 10"):
         verify_restore(tree, tmp_path)
 
@@ -198,10 +199,7 @@ def test_a_file_verified_before_is_checked_by_its_digest_and_a_change_still_foun
     verify_restore(evolved, tmp_path, verified)
     assert set(generated) == changed  # only what the new version changed is generated
     kept = next(f for f in evolved.files if f.path not in changed)
-    path = tmp_path / kept.path
-    data = bytearray(path.read_bytes())
-    data[1234] ^= 0xFF
-    path.write_bytes(bytes(data))
+    _flip(tmp_path / kept.path, 1234)
     with pytest.raises(
         VerificationError,
         match=f"verification failed: {kept.path} differs from version 1 at byte 1234",
