@@ -255,10 +255,6 @@ print(json.dumps({"ok": all(r.ok for r in results),
 SCENARIO_TIMEOUT_S = 560
 
 
-@pytest.mark.timeout(SCENARIO_TIMEOUT_S + 40)
-@pytest.mark.parametrize(
-    "method", ["files", "chunks", "restic", "duplicity", "duplicacy", "rsnapshot", "rdiff-backup"]
-)
 def _scenario_figures(code: str, args: list[str], staging: Path) -> dict[str, Any]:
     """The figures ``code`` prints as its last line, run with ``args`` in a process of its
     own whose temporary directory is ``staging``; its scenario's steps all passed."""
@@ -275,6 +271,10 @@ def _scenario_figures(code: str, args: list[str], staging: Path) -> dict[str, An
     return figures
 
 
+@pytest.mark.timeout(SCENARIO_TIMEOUT_S + 40)
+@pytest.mark.parametrize(
+    "method", ["files", "chunks", "restic", "duplicity", "duplicacy", "rsnapshot", "rdiff-backup"]
+)
 def test_a_backup_scenario_keeps_memory_bounded(tmp_path: Path, method: str) -> None:
     """Every method backs up and restores a 512 MiB image (two versions, every restore
     verified byte for byte) within 320 MiB of peak RSS growth, in a process of its own."""
@@ -340,21 +340,6 @@ def test_a_many_file_tree_keeps_memory_bounded(tmp_path: Path, method: str) -> N
     growth = _tree_growth(str(disk), {}, method, staging)
     assert growth <= TREE_GROWTH, f"{method}: peak RSS grew by {growth / MiB:.0f} MiB"
     assert list(disk.iterdir()) == []
-
-
-@pytest.mark.s3
-@pytest.mark.timeout(SCENARIO_TIMEOUT_S + 40)
-def test_a_many_file_tree_on_s3_keeps_memory_bounded(s3_server: Server, tmp_path: Path) -> None:
-    """The same tree through obstore to rclone serve s3 (``files``): a window's bodies
-    are slices of one buffer and its reads stream into slices of one, 64 KiB chunks at
-    a time (176 MiB of growth here; a buffer per object, in obstore's and Python's
-    heaps, grew it by 347 MiB)."""
-    assert s3_server.root is not None
-    growth = _tree_growth(
-        "s3://bench/many-file-tree", s3_options(s3_server.endpoint), "files", tmp_path
-    )
-    assert growth <= TREE_GROWTH, f"peak RSS grew by {growth / MiB:.0f} MiB"
-    assert not any((s3_server.root / "bench" / "many-file-tree").glob("**/*.*"))
 
 
 #: what a restore may grow by over the process after its imports: one window of reads
