@@ -803,3 +803,47 @@ def test_a_failed_range_check_raises_named_and_leaves_nothing(
     assert checks == ["PUT", "GET"]
     assert counting_proxy.targets[-1] == ("POST", "/bench?delete")  # the check's object
     assert tree(s3_bucket_dir) == before
+
+
+def test_the_heap_is_given_back_between_windows_once_enough_went_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The C heap's free memory is given back (``malloc_trim``) before a window once the
+    windows since the last time moved GIVE_BACK_AFTER (bytes, plus REQUEST_WEIGHT a
+    request), never sooner, and never while a window runs."""
+    from storeprobe.execution import execute  # what the session calls
+
+    events: list[tuple[str, int]] = []
+    running = [False]
+
+    def window(backend: Any, plan: Any, **kwargs: Any) -> Any:
+        running[0] = True
+        try:
+            run = execute(backend, plan, **kwargs)
+        finally:
+            running[0] = False
+        weight = session_module.REQUEST_WEIGHT * len(plan.requests)
+        events.append(("window", int(run.timings.nbytes.sum()) + weight))
+        return run
+
+    def give_back() -> bool:
+        assert not running[0], "given back inside a window"
+        events.append(("give back", 0))
+        return True
+
+    monkeypatch.setattr(session_module, "execute", window)
+    monkeypatch.setattr(session_module, "give_back", give_back)
+    monkeypatch.setattr(session_module, "GIVE_BACK_AFTER", 256 * 1024)
+    results = Probe.from_url(str(tmp_path), streams=2).backup_restore(
+        TREE, versions=[TREE, TREE.evolve(seed=1)], method="files"
+    )
+    assert all(r.ok for r in results), [r.errors for r in results]
+    through = 0
+    for kind, amount in events:
+        if kind == "give back":
+            assert through >= 256 * 1024  # never sooner
+            through = 0
+        else:
+            assert through < 256 * 1024  # not later: a window after enough is preceded by one
+            through += amount
+    assert sum(kind == "give back" for kind, _ in events) >= 2

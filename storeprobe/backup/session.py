@@ -30,6 +30,10 @@ are made as slices of one buffer and a window's reads land in slices of one buff
 release them before the next window is read. A buffer per object, each made and freed
 in whichever thread touched it, scattered the freed memory over the malloc arenas of
 the main and worker threads, and the process kept it (a tree of many small files).
+What windows free in the C heap all the same (each request's objects, a client's own
+buffers) is given back to the system before the next window once
+:data:`GIVE_BACK_AFTER` has gone through windows since the last time
+(:func:`storeprobe.heap.give_back`).
 
 Untimed, outside the windows: making bodies (the bytes of the objects a window writes
 are generated just before it), folders a write needs on a file system, evicting what
@@ -66,6 +70,7 @@ from storeprobe.execution import (
     execute,
     remove_folders,
 )
+from storeprobe.heap import give_back
 from storeprobe.jobs import EXISTENCE, release_parts, settling
 from storeprobe.planning import Plan
 from storeprobe.request import Body, Buffer, Kind, Outcome, Part, Request
@@ -74,6 +79,7 @@ from storeprobe.target import Target
 from storeprobe.transfer import Clock, Run
 
 __all__ = [
+    "GIVE_BACK_AFTER",
     "STAGE_ABOVE",
     "WINDOW_BUDGET",
     "WINDOW_REQUESTS",
@@ -102,6 +108,14 @@ WINDOW_REQUESTS = 8192
 #: clients that can (a write sent from the file, a read landing in it), not made or held
 #: in memory: a window of a few such objects holds only what is in flight
 STAGE_ABOVE = 64 * 1024 * 1024
+#: the C heap's free memory is given back before a window once this much (16 MiB) has
+#: gone through windows since the last time: the bytes the windows moved plus
+#: :data:`REQUEST_WEIGHT` a request (an idle ``malloc_trim`` costs about 2 ms here, one
+#: after 340 MiB freed 34 ms)
+GIVE_BACK_AFTER = 16 * 1024 * 1024
+#: what a request counts towards :data:`GIVE_BACK_AFTER` beside its bytes (4 KiB: its
+#: Python objects, about 1.1 KB, and a client's own request and response buffers)
+REQUEST_WEIGHT = 4096
 
 
 def windows(sizes: Sequence[int], budget: int = WINDOW_BUDGET) -> list[range]:
@@ -259,6 +273,9 @@ class Session:
     budget: int = field(factory=lambda: WINDOW_BUDGET)
     #: told after each window and of untimed work (None: no progress shown)
     progress: StepProgress | None = None
+    #: bytes (and :data:`REQUEST_WEIGHT` a request) through windows since the C heap's
+    #: free memory was last given back
+    unreturned: int = 0
 
     # -- the step ----------------------------------------------------------------------
     def take_step(self) -> StepRecord:
@@ -301,6 +318,9 @@ class Session:
             return next(made)
 
         self.used = None if any(r.kind not in _READS for r in plan.requests) else self.used
+        if self.unreturned >= GIVE_BACK_AFTER:
+            give_back()  # what the windows before freed, returned before this one allocates
+            self.unreturned = 0
         try:
             # the window's other bodies made together (the local disk: views of one buffer)
             parts = [r.body for r in plan.requests if r.body is not None and not staged(r)]
@@ -321,6 +341,7 @@ class Session:
             for staging in stagings:
                 staging.close()
         self._record(run, between(before, backend.attempts_seen()))
+        self.unreturned += int(run.timings.nbytes.sum()) + REQUEST_WEIGHT * len(plan.requests)
         return run
 
     def _record(self, run: Run, attempts: Attempts | None) -> None:
