@@ -129,18 +129,18 @@ def first_mismatch(
     """Offset of the first byte where ``data`` differs from what ``expected(a, b)``
     regenerates for bytes ``[a, b)`` of an object of ``size`` bytes, ``data`` standing at
     ``start``; bytes past the end differ at ``size``. Compared 4 MiB at a time (equal
-    pieces compared as buffers, a differing one searched with numpy), so no copy of
+    pieces compared with numpy, a differing one searched), so no copy of
     the whole object is made."""
     view = memoryview(data).cast("B")
     limit = max(min(len(view), size - start), 0)
     step = 4 * GENERATION_BLOCK
     for offset in range(0, limit, step):
         take = min(step, limit - offset)
-        got = view[offset : offset + take]
-        want = memoryview(expected(start + offset, start + offset + take)).cast("B")
-        if got != want:
-            differs = np.frombuffer(got, dtype=np.uint8) != np.frombuffer(want, dtype=np.uint8)
-            return start + offset + int(np.argmax(differs))
+        got = np.frombuffer(view[offset : offset + take], dtype=np.uint8)
+        want = np.frombuffer(expected(start + offset, start + offset + take), dtype=np.uint8)
+        # numpy compares 4 MiB in about 0.2 ms; memoryview's == unpacks each byte (7 ms)
+        if not np.array_equal(got, want):
+            return start + offset + int(np.argmax(got != want))
     if start + len(view) > size:
         return size
     return None
