@@ -140,6 +140,22 @@ _READS = frozenset({Kind.GET, Kind.HEAD, Kind.LIST})
 _PLAIN = Outcome()
 
 
+def _let_go(buffers: Sequence[object], *, keep: set[int]) -> None:
+    """Release each memoryview of a window's ``buffers`` (its bodies, its landings) once
+    it has run, but those handed out (``keep``: ids), so the window's one buffer is
+    freed as soon as the views handed out are, whatever still names these: through
+    obstore a read's coroutine frame, and with it its landing, outlives the window now
+    and then (held by the end-of-stream exception a Rust future keeps until the client
+    next takes the GIL), and the next window's buffer was allocated beside it (a 1 GiB
+    image restored, 4 streams: +125 MiB of peak RSS in one run out of two)."""
+    for buffer in buffers:
+        if isinstance(buffer, memoryview) and id(buffer) not in keep:
+            try:
+                buffer.release()
+            except BufferError:  # a client still holds it: freed when the client lets go
+                continue
+
+
 def _kept(run: Run) -> Run:
     """What a step keeps of a window until it ends: its timings and, of each outcome,
     only how many requests of which kind it made (what ``Run.requests_by_kind`` reads).
@@ -321,6 +337,8 @@ class Session:
         if self.unreturned >= GIVE_BACK_AFTER:
             give_back()  # what the windows before freed, returned before this one allocates
             self.unreturned = 0
+        bodies: list[Body | None] = []
+        run: Run | None = None
         try:
             # the window's other bodies made together (the local disk: views of one buffer)
             parts = [r.body for r in plan.requests if r.body is not None and not staged(r)]
@@ -340,6 +358,8 @@ class Session:
         finally:
             for staging in stagings:
                 staging.close()
+            handed = set() if run is None else {id(o.data) for o in run.outcomes if o is not None}
+            _let_go([*bodies, *(landings or ())], keep=handed)
         self._record(run, between(before, backend.attempts_seen()))
         self.unreturned += int(run.timings.nbytes.sum()) + REQUEST_WEIGHT * len(plan.requests)
         return run
