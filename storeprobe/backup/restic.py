@@ -187,21 +187,43 @@ def _pair_tables(polynomial: int) -> tuple[npt.NDArray[np.uint32], ...]:
     )
 
 
-def _fingerprints(
-    values: npt.NDArray[np.uint8], low: int, high: int, tables: tuple[npt.NDArray[np.uint32], ...]
-) -> npt.NDArray[np.uint32]:
-    """The low 20 bits of the fingerprint of the 64 bytes ending at each of ``low`` to
-    ``high - 1`` (``low >= 63``)."""
+@functools.cache
+def _low_tables(polynomial: int) -> tuple[npt.NDArray[np.uint16], ...]:
+    """:func:`_pair_tables` cut to the fingerprint's low 16 bits: half the bytes to
+    gather and XOR, for the first pass of :func:`_splits`."""
+    return tuple((table & 0xFFFF).astype(np.uint16) for table in _pair_tables(polynomial))
+
+
+def _words(values: npt.NDArray[np.uint8], low: int, high: int) -> npt.NDArray[np.intp]:
+    """``b[i] | b[i - 1] << 8`` for each ``i`` from ``low - 62`` to ``high - 1``: the
+    indexes of the pair tables for the windows ending at ``low`` to ``high - 1``."""
     window = values[low - _WINDOW + 1 : high].astype(np.intp)
-    words = window[1:] | (window[:-1] << 8)
+    return window[1:] | (window[:-1] << 8)
+
+
+def _splits(
+    values: npt.NDArray[np.uint8], low: int, high: int, polynomial: int
+) -> npt.NDArray[np.intp]:
+    """The positions from ``low`` to ``high - 1`` (``low >= 63``) where the fingerprint
+    of the 64 bytes ending there has its low 20 bits zero (restic's split), ascending.
+
+    Two passes: the low 16 bits at every position, in ``uint16`` (one in 65 536 is zero),
+    then the 20 bits at those alone (about 1.4 times as fast as the 20 bits everywhere)."""
+    words = _words(values, low, high)
     count = high - low
-    found = np.zeros(count, dtype=np.uint32)
-    term = np.empty(count, dtype=np.uint32)
-    for pair, table in enumerate(tables):
+    found = np.zeros(count, dtype=np.uint16)
+    term = np.empty(count, dtype=np.uint16)
+    for pair, table in enumerate(_low_tables(polynomial)):
         start = _WINDOW - 2 - 2 * pair
         np.take(table, words[start : start + count], out=term)
         found ^= term
-    return found
+    candidates = np.flatnonzero(found == 0)
+    if not len(candidates):
+        return candidates
+    full = np.zeros(len(candidates), dtype=np.uint32)
+    for pair, wide in enumerate(_pair_tables(polynomial)):
+        full ^= wide[words[_WINDOW - 2 - 2 * pair + candidates]]
+    return low + candidates[full == 0]  # type: ignore[no-any-return]
 
 
 def _cut(data: bytes, polynomial: int) -> list[tuple[int, int]]:
@@ -211,7 +233,6 @@ def _cut(data: bytes, polynomial: int) -> list[tuple[int, int]]:
     total = len(data)
     if total <= CHUNK_MIN:
         return [(0, total)] if total else []
-    tables = _pair_tables(polynomial)
     values = np.frombuffer(data, dtype=np.uint8)
     chunks: list[tuple[int, int]] = []
     start = 0
@@ -222,9 +243,9 @@ def _cut(data: bytes, polynomial: int) -> list[tuple[int, int]]:
         position, limit, end = start + CHUNK_MIN - 1, min(start + CHUNK_MAX, total), 0
         while position < limit and not end:
             stop = min(position + _STEP, limit)
-            zeros = np.flatnonzero(_fingerprints(values, position, stop, tables) == 0)
-            if len(zeros):
-                end = position + int(zeros[0]) + 1
+            splits = _splits(values, position, stop, polynomial)
+            if len(splits):
+                end = int(splits[0]) + 1
             position = stop
         end = end or limit
         chunks.append((start, end - start))
