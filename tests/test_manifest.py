@@ -20,6 +20,7 @@ from storeprobe.manifest import (
     VersionMap,
     cut_windows,
     file_key,
+    filled_reads,
     map_chunks,
     map_files,
 )
@@ -75,6 +76,32 @@ def test_chunks_cut_window_by_window_are_the_chunks_of_the_whole() -> None:
 
 
 # -- map_files ----------------------------------------------------------------------------
+def test_filled_reads_give_the_files_bytes_in_one_reused_buffer() -> None:
+    """Each read is the file's bytes there, in the same buffer as the read before (grown
+    for a longer read), and the bytes read are counted; the chunks of a file cut through
+    it are those of its whole bytes."""
+    tree = Tree.generate(1, Sizes.fixed("3MiB"), seed=9)
+    (file,) = tree.files
+    counted: list[int] = []
+    read = filled_reads(tree, file, counted.append)
+    first = read(0, 100 * KiB)
+    assert first == tree.payload(file, 0, 100 * KiB)
+    second = read(200 * KiB, 300 * KiB)
+    assert second == tree.payload(file, 200 * KiB, 300 * KiB)
+    assert second.obj is first.obj  # the same buffer, rewritten
+    longer = read(1 * MiB, 3 * MiB)
+    assert longer == tree.payload(file, 1 * MiB, 3 * MiB)
+    assert counted == [100 * KiB, 100 * KiB, 2 * MiB]
+    chunking = Chunking(average=64 * KiB)
+    whole = tree.payload(file)
+    expected = [(offset, whole[offset : offset + length]) for offset, length in chunking.cut(whole)]
+    got = [
+        (offset, bytes(chunk))  # copied: a chunk is valid until the next window is read
+        for offset, chunk in chunking.cut_windows(filled_reads(tree, file), file.size, 700 * KiB)
+    ]
+    assert got == expected
+
+
 def test_file_key_quotes_the_whole_path_and_names_the_generation() -> None:
     file = File(path="dir a/b%c.txt", size=3, generation=4)
     assert file_key("bench/run", file) == "bench/run/files/dir%20a%2Fb%25c.txt@4"

@@ -106,7 +106,7 @@ from storeprobe.backup.objects import Blob, Read, Segment
 from storeprobe.backup.session import Session
 from storeprobe.dataset import Dataset, File
 from storeprobe.errors import ConfigurationError
-from storeprobe.manifest import Piece, cut_windows
+from storeprobe.manifest import Piece, cut_windows, filled_reads
 from storeprobe.staging import Staging
 from storeprobe.units import GiB, KiB, MiB, parse_size
 
@@ -226,7 +226,7 @@ def _splits(
     return low + candidates[full == 0]  # type: ignore[no-any-return]
 
 
-def _cut(data: bytes, polynomial: int) -> list[tuple[int, int]]:
+def _cut(data: bytes | memoryview, polynomial: int) -> list[tuple[int, int]]:
     """(offset, length) of each chunk of one file, by restic's chunker: a chunk ends after
     the first byte at least 512 KiB into it where the window's fingerprint has its low 20
     bits zero, or at 8 MiB; the file's end ends the last."""
@@ -438,16 +438,16 @@ class _ResticReplay(Replay):
             return known
         polynomial = self.polynomial
 
-        def read(start: int, stop: int) -> bytes:
-            data = version.payload(file, start, stop)
+        def worked(amount: int) -> None:
             if session is not None:
-                session.worked("chunked", stop - start)
-            return data
+                session.worked("chunked", amount)
 
-        def cut_one(data: bytes) -> list[tuple[int, int]]:
+        def cut_one(data: memoryview) -> list[tuple[int, int]]:
             return _cut(data, polynomial)
 
-        # the file is read and cut a window at a time (the same chunks as the whole)
+        # the file is read and cut a window at a time (the same chunks as the whole),
+        # each window into the same buffer: each chunk is hashed as it is cut
+        read = filled_reads(version, file, worked)
         cut = [
             (hashlib.sha256(chunk).hexdigest(), offset, len(chunk))
             for offset, chunk in cut_windows(cut_one, read, file.size)
