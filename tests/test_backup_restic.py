@@ -367,3 +367,36 @@ def test_restic_chunks_cut_window_by_window_are_the_chunks_of_the_whole() -> Non
     windowed = list(cut_windows(cut, lambda a, b: data[a:b], len(data), 2 * CHUNK_MAX + 123))
     assert len(whole) > 4
     assert windowed == whole
+
+
+def test_the_two_pass_split_search_finds_every_twenty_bit_zero() -> None:
+    """``_splits`` (the fingerprint's low 16 bits first, 20 where those are zero) gives
+    exactly the positions where the 20-bit fingerprint, computed at every position from
+    the pair tables, is zero; the pair tables agree with the fingerprint computed bit by
+    bit over GF(2) (restic's definition), so no restic binary is needed to check it."""
+    import numpy as np
+
+    from storeprobe.backup.restic import POLYNOMIAL, _pair_tables, _splits
+
+    data = np.random.default_rng(7).integers(0, 256, 4 * MiB, dtype=np.uint8)
+    low, high = 63, data.size
+    window = data.astype(np.intp)
+    words = window[1:] | (window[:-1] << 8)
+    everywhere = np.zeros(high - low, dtype=np.uint32)
+    for pair, table in enumerate(_pair_tables(POLYNOMIAL)):
+        everywhere ^= table[words[62 - 2 * pair : 62 - 2 * pair + high - low]]
+    expected = low + np.flatnonzero(everywhere == 0)
+    assert len(expected) >= 2  # the seed's data has splits: the check is not vacuous
+    assert _splits(data, low, high, POLYNOMIAL).tolist() == expected.tolist()
+
+    def bitwise(window_bytes: bytes) -> int:  # the 64 bytes as a polynomial, mod POLYNOMIAL
+        value, degree = 0, POLYNOMIAL.bit_length() - 1
+        for byte in window_bytes:
+            for bit in range(7, -1, -1):
+                value = (value << 1) | ((byte >> bit) & 1)
+                if value >> degree:
+                    value ^= POLYNOMIAL
+        return value & ((1 << 20) - 1)
+
+    for end in [63, 1000, int(expected[0])]:
+        assert bitwise(data[end - 63 : end + 1].tobytes()) == int(everywhere[end - low])

@@ -306,7 +306,9 @@ class S3Backend(CountsAttempts, AsyncBackend):
                     while chunk := await body.read(_CHUNK):
                         received += into.write(received, chunk)
                     return Outcome(received=received, first_byte_ns=first_byte)
-                view = memoryview(into)
+                # the landing itself, not a view of it: released after the window, its
+                # buffer is freed whatever still names this frame
+                view = into if isinstance(into, memoryview) else memoryview(into)
                 filled = 0
                 while chunk := await body.read(_CHUNK):
                     end = filled + len(chunk)
