@@ -140,14 +140,15 @@ _READS = frozenset({Kind.GET, Kind.HEAD, Kind.LIST})
 _PLAIN = Outcome()
 
 
-def _let_go(buffers: Sequence[object], *, keep: set[int]) -> None:
+def _let_go(run: Run | None, buffers: Sequence[object]) -> None:
     """Release each memoryview of a window's ``buffers`` (its bodies, its landings) once
-    it has run, but those handed out (``keep``: ids), so the window's one buffer is
+    it has run, but those ``run`` hands out (its outcomes' data), so the window's one buffer is
     freed as soon as the views handed out are, whatever still names these: through
     obstore a read's coroutine frame, and with it its landing, outlives the window now
     and then (held by the end-of-stream exception a Rust future keeps until the client
     next takes the GIL), and the next window's buffer was allocated beside it (a 1 GiB
     image restored, 4 streams: +125 MiB of peak RSS in one run out of two)."""
+    keep = set() if run is None else {id(o.data) for o in run.outcomes if o is not None}
     for buffer in buffers:
         if isinstance(buffer, memoryview) and id(buffer) not in keep:
             try:
@@ -334,9 +335,7 @@ class Session:
             return next(made)
 
         self.used = None if any(r.kind not in _READS for r in plan.requests) else self.used
-        if self.unreturned >= GIVE_BACK_AFTER:
-            give_back()  # what the windows before freed, returned before this one allocates
-            self.unreturned = 0
+        self._give_back_when_due()
         bodies: list[Body | None] = []
         run: Run | None = None
         try:
@@ -358,11 +357,18 @@ class Session:
         finally:
             for staging in stagings:
                 staging.close()
-            handed = set() if run is None else {id(o.data) for o in run.outcomes if o is not None}
-            _let_go([*bodies, *(landings or ())], keep=handed)
+            _let_go(run, [*bodies, *(landings or ())])
         self._record(run, between(before, backend.attempts_seen()))
         self.unreturned += int(run.timings.nbytes.sum()) + REQUEST_WEIGHT * len(plan.requests)
         return run
+
+    def _give_back_when_due(self) -> None:
+        """Give back what the windows before freed (:func:`give_back`) once
+        ``GIVE_BACK_AFTER`` has gone through them since the last time, before the next
+        window allocates."""
+        if self.unreturned >= GIVE_BACK_AFTER:
+            give_back()
+            self.unreturned = 0
 
     def _record(self, run: Run, attempts: Attempts | None) -> None:
         """Keep the window's record and what the client's retry machinery saw in it;
