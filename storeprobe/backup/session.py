@@ -144,10 +144,10 @@ def _let_go(run: Run | None, buffers: Sequence[object]) -> None:
     """Release each memoryview of a window's ``buffers`` (its bodies, its landings) once
     it has run, but those ``run`` hands out (its outcomes' data), so the window's one buffer is
     freed as soon as the views handed out are, whatever still names these: through
-    obstore a read's coroutine frame, and with it its landing, outlives the window now
-    and then (held by the end-of-stream exception a Rust future keeps until the client
-    next takes the GIL), and the next window's buffer was allocated beside it (a 1 GiB
-    image restored, 4 streams: +125 MiB of peak RSS in one run out of two)."""
+    obstore a read's finished coroutine frame, and with it its landing, outlives the
+    window now and then (not a reference cycle: what keeps it was not traced), and the
+    next window's buffer was allocated beside it (a 1 GiB image restored, 4 streams:
+    +125 MiB of peak RSS in one run out of two)."""
     keep = set() if run is None else {id(o.data) for o in run.outcomes if o is not None}
     for buffer in buffers:
         if isinstance(buffer, memoryview) and id(buffer) not in keep:
