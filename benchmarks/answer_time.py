@@ -117,7 +117,7 @@ def instrumented() -> Iterator[Phases]:
     phases.wrap(repeats, "remove_folders", "prefix removal")
     phases.wrap(measurement, "verify_outcomes", "verification")
     phases.wrap(measurement, "verify_staged", "verification")
-    phases.wrap(measurement, "prefaulted", "landing buffers (allocated, touched)")
+    phases.wrap(measurement, "sliced_landings", "landing buffers (allocated, touched)")
     phases.wrap(measurement, "check_memory", "memory check")
     phases.wrap(Measurement, "_judge", "judging (stability, stalls)")
     phases.wrap(local_backend, "evict_from_page_cache", "eviction (fsync + fadvise)")

@@ -57,10 +57,11 @@ import attrs
 from attrs import frozen
 from fsspec.callbacks import Callback
 
+from storeprobe.arena import Arena
 from storeprobe.backends import AsyncBackend, SyncBackend
 from storeprobe.backends.attempts import between
 from storeprobe.backends.base import Backend as BaseBackend
-from storeprobe.backends.base import Landing
+from storeprobe.backends.base import Landing, sliced_landings
 from storeprobe.errors import StoreProbeWarning
 from storeprobe.execution import bounded, execute
 from storeprobe.jobs import Wrapper, land_ranges, release_parts, settling
@@ -94,7 +95,6 @@ from storeprobe.verification import (
     ShortTransferError,
     check_memory,
     check_sizes,
-    prefaulted,
     verify_outcomes,
     verify_staged,
 )
@@ -136,6 +136,9 @@ class _Chosen:
     reader: Backend
     #: the range check's error: each repeat of the download fails with it (None: none)
     refused: Exception | None
+    #: the buffer each repeat's bodies and landings are taken from in turn (see
+    #: :mod:`storeprobe.arena`): its pages touched once per call, not once per repeat
+    arena: Arena
 
 
 @frozen(kw_only=True)
@@ -173,7 +176,12 @@ class Measurement:
         opened = house.open()
         reader, refused = self._reader(layout, opened, house)
         chosen = _Chosen(
-            layout=layout, setup=setup, writer=opened.writer, reader=reader, refused=refused
+            layout=layout,
+            setup=setup,
+            writer=opened.writer,
+            reader=reader,
+            refused=refused,
+            arena=Arena(),
         )
         notices = self._notices(chosen)
         _warn_cannot_split(layout)
@@ -271,25 +279,28 @@ class Measurement:
         if writer is not self.target.backend:
             house.check_absent(writer, names)
         if self.operation == "upload":
-            return self._upload(writer, chosen.layout, content, names, turn.repeat)
+            return self._upload(writer, chosen, content, names, turn.repeat)
         assert chosen.setup is not None
         if chosen.refused is not None:  # the range check's error, as each repeat's
             raise chosen.refused
-        self._setup(writer, chosen.setup, content, names)
-        return self._download(chosen.layout, content, names, chosen.reader, turn.repeat)
+        self._setup(writer, chosen, content, names)
+        return self._download(chosen, content, names, turn.repeat)
 
     @staticmethod
     def _bodies(
-        backend: Backend, plan: Plan, workload: Workload, staging: Staging | None
+        backend: Backend, plan: Plan, workload: Workload, staging: Staging | None, arena: Arena
     ) -> list[Body | None]:
-        """Each request's body, made before the window (from the repeat's workload)."""
+        """Each request's body, made before the window (from the repeat's workload): the
+        client's own :meth:`~storeprobe.backends.Backend.bodies` (views of ``arena`` where
+        it sends from a view), or parts of the staging file."""
+        if staging is None:
+            made = iter(backend.bodies(workload, [r.body for r in plan.requests if r.body], arena))
+            return [None if request.body is None else next(made) for request in plan.requests]
         bodies: list[Body | None] = []
         for request in plan.requests:
             part = request.body
             if part is None:
                 bodies.append(None)
-            elif staging is None:
-                bodies.append(backend.body(workload, part))
             elif request.kind is Kind.PUT:  # the whole object, read by the client itself
                 bodies.append(backend.whole_staged_file(staging))
             else:
@@ -298,7 +309,7 @@ class Measurement:
 
     @contextlib.contextmanager
     def _prepared(
-        self, backend: Backend, layout: Layout, workload: Workload, names: list[str]
+        self, backend: Backend, layout: Layout, workload: Workload, names: list[str], arena: Arena
     ) -> Iterator[tuple[Plan, list[Body | None], Wrapper | None]]:
         """An upload made ready before its window: the plan, each request's body (from a
         staging file where the layout stages) and the wrapper that unmaps a staged part
@@ -308,7 +319,7 @@ class Measurement:
         staging = Staging.of_payload(workload, 0) if layout.staged else None
         try:
             wrap = settling(release_parts(plan, staging)) if staging is not None else None
-            yield plan, self._bodies(backend, plan, workload, staging), wrap
+            yield plan, self._bodies(backend, plan, workload, staging, arena), wrap
         finally:
             if staging is not None:
                 staging.close()
@@ -316,12 +327,13 @@ class Measurement:
     def _upload(
         self,
         backend: Backend,
-        layout: Layout,
+        chosen: _Chosen,
         workload: Workload,
         names: list[str],
         repeat: int | None,
     ) -> Sample:
-        with self._prepared(backend, layout, workload, names) as (plan, bodies, wrap):
+        prepared = self._prepared(backend, chosen.layout, workload, names, chosen.arena)
+        with prepared as (plan, bodies, wrap):
             backend.fs.invalidate_cache()
             before = backend.attempts_seen()
             self._wait(repeat)
@@ -332,10 +344,13 @@ class Measurement:
         return sample_of(run, between(before, backend.attempts_seen()))
 
     def _setup(
-        self, backend: Backend, layout: Layout, workload: Workload, names: list[str]
+        self, backend: Backend, chosen: _Chosen, workload: Workload, names: list[str]
     ) -> None:
         """The untimed upload before a download, then caches evicted and sizes confirmed."""
-        with self._prepared(backend, layout, workload, names) as (plan, bodies, wrap):
+        layout = chosen.setup
+        assert layout is not None
+        prepared = self._prepared(backend, layout, workload, names, chosen.arena)
+        with prepared as (plan, bodies, wrap):
             # a staged layout's parts in flight are what memory was checked for: keep them
             streams = self.settings.streams if layout.staged else None
             self._execute(backend, plan, bodies=bodies, wrap=wrap, streams=streams)
@@ -390,32 +405,33 @@ class Measurement:
         return reader, None
 
     def _download(
-        self,
-        layout: Layout,
-        workload: Workload,
-        names: list[str],
-        reader: Backend,
-        repeat: int | None,
+        self, chosen: _Chosen, workload: Workload, names: list[str], repeat: int | None
     ) -> Sample:
+        layout, reader = chosen.layout, chosen.reader
         plan = download_plan(layout, workload, names)
         requests = plan.requests
         staging = Staging.blank(workload.size_of(0)) if layout.staged else None
         try:
             landings: list[Landing]
-            if staging is not None and not layout.split:
-                landings = [staging]  # written as the bytes arrive
-            elif staging is not None:
-                landings = [
-                    staging.part(r.start or 0, r.stop or workload.size_of(0)) for r in requests
-                ]
-            elif reader.capabilities.reads_into:
-                # unsplit, request i reads object i whole
-                landings = [
-                    prefaulted(workload.size_of(i) if r.expected is None else r.expected)
+            if staging is None and reader.capabilities.reads_into:
+                # unsplit, request i reads object i whole: slices of the arena, zeroed
+                sizes = [
+                    workload.size_of(i) if r.expected is None else r.expected
                     for i, r in enumerate(requests)
                 ]
+                landings = sliced_landings(sizes, chosen.arena)
             else:
-                landings = [None] * len(requests)
+                # reads land elsewhere: the setup's bodies are not kept beside them (the
+                # memory checked is the larger of the two, not their sum)
+                chosen.arena.release()
+                if staging is not None and not layout.split:
+                    landings = [staging]  # written as the bytes arrive
+                elif staging is not None:
+                    landings = [
+                        staging.part(r.start or 0, r.stop or workload.size_of(0)) for r in requests
+                    ]
+                else:
+                    landings = [None] * len(requests)  # the client allocates what it reads
             wrap = settling(land_ranges(plan, staging)) if staging and layout.split else None
             before = reader.attempts_seen()  # the backend that reads: maybe a fallback
             self._wait(repeat)

@@ -46,6 +46,7 @@ from typing import ClassVar, Generic, NoReturn, TypeVar
 import fsspec
 from attrs import frozen
 
+from storeprobe.arena import Arena
 from storeprobe.backends.attempts import Attempts
 from storeprobe.errors import ConfigurationError, TargetError, TargetNotFoundError
 from storeprobe.request import (
@@ -91,11 +92,15 @@ Classified = tuple[type[TargetError], str]
 Landing = bytearray | memoryview | Staging | None
 
 
-def sliced_bodies(workload: Payloads, parts: Sequence[Part]) -> list[Body]:
+def sliced_bodies(
+    workload: Payloads, parts: Sequence[Part], arena: Arena | None = None
+) -> list[Body]:
     """The bodies of a window's ``parts`` as slices of one buffer, each part generated
     straight into its slice (before the window): one allocation for the window, freed
-    whole, instead of one per object (see :meth:`Backend.bodies`)."""
-    buffer = memoryview(bytearray(sum(part.size for part in parts)))
+    whole, instead of one per object (see :meth:`Backend.bodies`); the buffer is
+    ``arena``'s where one is given (a probe call's repeats reuse it)."""
+    total = sum(part.size for part in parts)
+    buffer = memoryview(bytearray(total)) if arena is None else arena.take(total)
     views: list[Body] = []
     for part, end in zip(parts, itertools.accumulate(p.size for p in parts), strict=True):
         view = buffer[end - part.size : end]
@@ -104,10 +109,12 @@ def sliced_bodies(workload: Payloads, parts: Sequence[Part]) -> list[Body]:
     return views
 
 
-def sliced_landings(sizes: Sequence[int]) -> list[Landing]:
+def sliced_landings(sizes: Sequence[int], arena: Arena | None = None) -> list[Landing]:
     """Where a window of reads of ``sizes`` bytes lands: slices of one zeroed buffer
-    (its pages touched), made before the window (see :meth:`Backend.landings`)."""
-    buffer = memoryview(bytearray(sum(sizes)))
+    (its pages touched), made before the window (see :meth:`Backend.landings`); the
+    buffer is ``arena``'s where one is given, zeroed."""
+    total = sum(sizes)
+    buffer = memoryview(bytearray(total)) if arena is None else arena.zeroed(total)
     ends = itertools.accumulate(sizes)
     return [buffer[end - size : end] for size, end in zip(sizes, ends, strict=True)]
 
@@ -289,22 +296,26 @@ class Backend:
         than their type (an error code, a class of its own); None: map by type."""
         return None
 
-    def landings(self, sizes: Sequence[int]) -> list[Landing]:
+    def landings(self, sizes: Sequence[int], arena: Arena | None = None) -> list[Landing]:
         """Where a window of reads of ``sizes`` bytes each lands, made before the window
         (untimed). The default: None for each, the client returning each object in a
         buffer of its own; a client that reads into a prepared buffer (the local disk)
-        lands them in slices of one buffer, so a window of many small reads allocates
-        once, not once per read in whichever thread made it."""
+        lands them in slices of one buffer (``arena``'s where given), so a window of many
+        small reads allocates once, not once per read in whichever thread made it."""
         return [None] * len(sizes)
 
     def body(self, workload: Payloads, part: Part) -> Body:
         """The bytes of ``part`` in the form this client sends best, made before the window."""
         return workload.payload(part.index, part.start, part.stop)
 
-    def bodies(self, workload: Payloads, parts: Sequence[Part]) -> list[Body]:
+    def bodies(
+        self, workload: Payloads, parts: Sequence[Part], arena: Arena | None = None
+    ) -> list[Body]:
         """The bodies of a window's ``parts``, made before it: :meth:`body` each by
-        default; a client that sends from a view (the local disk) makes them as slices
-        of one buffer, so a window of many small writes allocates once."""
+        default (``arena`` unused: such a client may keep what it is handed); a client
+        that sends from a view (the local disk, obstore) makes them as slices of one
+        buffer, ``arena``'s where given, so a window of many small writes allocates once
+        and a probe call's repeats reuse the same pages."""
         return [self.body(workload, part) for part in parts]
 
     def staged_body(self, staging: Staging, part: Part) -> Body:

@@ -29,6 +29,7 @@ import shutil
 import sys
 from collections.abc import Callable, Collection, Sequence
 
+from storeprobe.arena import Arena
 from storeprobe.backends.base import (
     Capabilities,
     Landing,
@@ -267,8 +268,10 @@ class LocalBackend(SyncBackend):
             )
         return None
 
-    def bodies(self, workload: Payloads, parts: Sequence[Part]) -> list[Body]:
-        return sliced_bodies(workload, parts)  # one buffer for the window
+    def bodies(
+        self, workload: Payloads, parts: Sequence[Part], arena: Arena | None = None
+    ) -> list[Body]:
+        return sliced_bodies(workload, parts, arena)  # one buffer for the window
 
     def put(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
         path = request.key
@@ -301,8 +304,8 @@ class LocalBackend(SyncBackend):
             return SyncJob(Kind.GET, lambda: _read_range(path, start, stop, buffer_into))
         return SyncJob(Kind.GET, lambda: _read_whole(path, buffer_into, clock))
 
-    def landings(self, sizes: Sequence[int]) -> list[Landing]:
-        return sliced_landings(sizes)  # one buffer for the window, each read its slice
+    def landings(self, sizes: Sequence[int], arena: Arena | None = None) -> list[Landing]:
+        return sliced_landings(sizes, arena)  # one buffer for the window, each read its slice
 
     def head(self, request: Request, body: Body | None, into: Landing, clock: Clock) -> SyncJob:
         path = request.key

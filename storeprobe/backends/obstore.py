@@ -48,6 +48,7 @@ from typing import Any
 import attrs
 import fsspec
 
+from storeprobe.arena import Arena
 from storeprobe.backends.attempts import Attempts
 from storeprobe.backends.base import (
     AsyncBackend,
@@ -198,13 +199,15 @@ class ObstoreBackend(AsyncBackend):
     def body(self, workload: Payloads, part: Part) -> Body:
         return workload.payload_bytes(part.index, part.start, part.stop)
 
-    def bodies(self, workload: Payloads, parts: Sequence[Part]) -> list[Body]:
+    def bodies(
+        self, workload: Payloads, parts: Sequence[Part], arena: Arena | None = None
+    ) -> list[Body]:
         # a scenario's window: slices of one buffer (obstore sends from a view)
-        return sliced_bodies(workload, parts)
+        return sliced_bodies(workload, parts, arena)
 
-    def landings(self, sizes: Sequence[int]) -> list[Landing]:
+    def landings(self, sizes: Sequence[int], arena: Arena | None = None) -> list[Landing]:
         # a scenario's window of reads: each streamed into its slice of one buffer
-        return sliced_landings(sizes)
+        return sliced_landings(sizes, arena)
 
     def writer(self, path: str) -> ObstoreBackend:
         """This backend, or a twin putting without If-None-Match if the storage refuses it.
