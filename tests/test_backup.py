@@ -21,6 +21,7 @@ from storeprobe.backup.session import windows
 from storeprobe.dataset import Image, Sizes, Tree
 from storeprobe.errors import ConfigurationError, TargetPermissionError
 from storeprobe.notices import Code
+from storeprobe.request import Kind
 from storeprobe.resultset import ResultSet
 from tests.conftest import s3_options, ssh_options
 from tests.helpers import StepClock, tree
@@ -837,6 +838,63 @@ def test_a_windows_buffers_are_released_once_it_has_run(
     for view in held:
         with pytest.raises(ValueError, match="released"):
             len(view)
+
+
+def test_windows_of_writes_share_one_buffer_until_a_window_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Consecutive windows of writes take their bodies from one buffer (the session's
+    arena: its pages touched once, not once a window; a new one only for a window larger
+    than all before); before a window of reads the arena lets it go, so the landings
+    never sit beside it."""
+    from storeprobe.arena import Arena
+    from storeprobe.execution import execute  # what the session calls
+
+    seen: list[tuple[str, tuple[object, int] | None]] = []  # windows, releases
+    release = Arena.release
+
+    def released(arena: Arena) -> None:
+        seen.append(("release", None))
+        release(arena)
+        assert arena.size == 0
+
+    def window(backend: Any, plan: Any, **kwargs: Any) -> Any:
+        bodies = [b for b in kwargs.get("bodies") or () if isinstance(b, memoryview)]
+        if bodies:
+            assert len({id(b.obj) for b in bodies}) == 1  # slices of one buffer
+            seen.append(("writes", (bodies[0].obj, sum(len(b) for b in bodies))))  # kept
+        elif any(r.kind is Kind.GET for r in plan.requests):
+            seen.append(("reads", None))
+        return execute(backend, plan, **kwargs)
+
+    landings = local_module.LocalBackend.landings
+
+    def landed(backend: Any, sizes: Any, arena: Arena | None = None) -> Any:
+        seen.append(("landings", None))  # made before their window, so checked here
+        return landings(backend, sizes, arena)
+
+    monkeypatch.setattr(session_module, "execute", window)
+    monkeypatch.setattr(Arena, "release", released)
+    monkeypatch.setattr(local_module.LocalBackend, "landings", landed)
+    monkeypatch.setattr(session_module, "WINDOW_BUDGET", 256 * 1024)
+    results = Probe.from_url(str(tmp_path), streams=2).backup_restore(
+        TREE, versions=[TREE, TREE.evolve(seed=1)], method="chunks", chunk_size=CHUNK
+    )
+    assert all(r.ok for r in results), [r.errors for r in results]
+    kinds = [kind for kind, _ in seen]
+    writes = [pair for kind, pair in seen if pair is not None]
+    assert len(writes) >= 3  # several windows of writes
+    largest, buffers = 0, 0
+    for (buffer, size), (previous, _) in zip(writes, [(None, 0), *writes[:-1]], strict=True):
+        if buffer is not previous:  # a new buffer only for a window larger than all before
+            assert size > largest
+            buffers += 1
+        largest = max(largest, size)
+    assert buffers < len(writes) / 2
+    first_landings = kinds.index("landings")
+    assert kinds[first_landings - 1] == "release"  # the buffer let go before landings
+    assert "writes" not in kinds[first_landings:]  # (the restores follow every backup)
+    assert "reads" in kinds[first_landings:]
 
 
 def test_the_heap_is_given_back_between_windows_once_enough_went_through(

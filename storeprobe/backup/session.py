@@ -59,6 +59,7 @@ from attrs import define, field, frozen
 from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
+from storeprobe.arena import Arena
 from storeprobe.backends import AsyncBackend, Capabilities, Landing, SyncBackend
 from storeprobe.backends.attempts import Attempts, between, summed
 from storeprobe.backup.objects import Blob, BlobPayloads, Read
@@ -293,6 +294,10 @@ class Session:
     #: bytes (and :data:`REQUEST_WEIGHT` a request) through windows since the C heap's
     #: free memory was last given back
     unreturned: int = 0
+    #: the buffer consecutive windows of writes take their bodies from (see
+    #: :mod:`storeprobe.arena`), let go before a window of reads (their landings are
+    #: their own), so a window never holds more than before
+    arena: Arena = field(factory=Arena)
 
     # -- the step ----------------------------------------------------------------------
     def take_step(self) -> StepRecord:
@@ -335,13 +340,13 @@ class Session:
             return next(made)
 
         self.used = None if any(r.kind not in _READS for r in plan.requests) else self.used
-        self._give_back_when_due()
+        self._before(plan, landings)
         bodies: list[Body | None] = []
         run: Run | None = None
         try:
             # the window's other bodies made together (the local disk: views of one buffer)
             parts = [r.body for r in plan.requests if r.body is not None and not staged(r)]
-            made = iter([] if payloads is None else backend.bodies(payloads, parts))
+            made = iter([] if payloads is None else backend.bodies(payloads, parts, self.arena))
             bodies = [body(r) for r in plan.requests]
             before = backend.attempts_seen()
             run = execute(
@@ -362,10 +367,13 @@ class Session:
         self.unreturned += int(run.timings.nbytes.sum()) + REQUEST_WEIGHT * len(plan.requests)
         return run
 
-    def _give_back_when_due(self) -> None:
-        """Give back what the windows before freed (:func:`give_back`) once
-        ``GIVE_BACK_AFTER`` has gone through them since the last time, before the next
-        window allocates."""
+    def _before(self, plan: Plan, landings: Sequence[Landing] | None) -> None:
+        """Before a window allocates: the arena let go if it reads (its landings or the
+        client's buffers take the memory instead), and what the windows before freed
+        given back (:func:`give_back`) once ``GIVE_BACK_AFTER`` has gone through them
+        since the last time."""
+        if landings is not None or any(r.kind is Kind.GET for r in plan.requests):
+            self.arena.release()
         if self.unreturned >= GIVE_BACK_AFTER:
             give_back()
             self.unreturned = 0
@@ -528,6 +536,7 @@ class Session:
         backend = self.reader if ranged else self.target.backend
         try:
             held = [n for n, s in zip(sizes, staged, strict=True) if s is None]
+            self.arena.release()  # the writes' buffer: not beside the reads' landings
             slices = iter(backend.landings(held) if views else [None] * len(held))
             landings: list[Landing] = [next(slices) if s is None else s for s in staged]
             del slices
