@@ -19,12 +19,7 @@ one version.
 
 from __future__ import annotations
 
-import concurrent.futures
-import functools
 import io
-import itertools
-import os
-import threading
 from collections.abc import Callable, Iterator
 from typing import Protocol, TypeVar
 
@@ -43,18 +38,10 @@ __all__ = [
     "mismatch",
     "payload",
     "pieces",
-    "shared_fill",
 ]
 
 #: bytes drawn from one seeded generator: the unit in which a payload stream is produced
 GENERATION_BLOCK = 1 * MiB
-
-#: a fill of this many bytes or more is drawn on every core at once
-PARALLEL_FILL = 8 * MiB
-
-#: bytes of payload regenerated and compared at a time when a read is checked: two
-#: shared fills' worth, so a large check draws on every core
-COMPARED = 16 * MiB
 
 Item = TypeVar("Item", contravariant=True)
 _Item = TypeVar("_Item")
@@ -75,52 +62,7 @@ class Payloads(Protocol[Item]):
 
 def fill_stream(entropy: list[int], start: int, target: npt.NDArray[np.uint8]) -> None:
     """Write bytes ``[start, start + len(target))`` of the stream seeded by ``entropy``
-    into ``target``: block ``b`` (1 MiB) is SFC64 seeded by ``entropy + [b]`` (on every
-    core at once from :data:`PARALLEL_FILL` bytes on: see :func:`shared_fill`)."""
-    shared_fill(lambda low, part: _fill_serial(entropy, low, part), start, target, GENERATION_BLOCK)
-
-
-def shared_fill(
-    fill: Callable[[int, npt.NDArray[np.uint8]], None],
-    start: int,
-    target: npt.NDArray[np.uint8],
-    align: int,
-) -> None:
-    """``fill(start, target)``, shared out over the cores when ``target`` has
-    :data:`PARALLEL_FILL` bytes or more: one run per core, split at multiples of
-    ``align`` (the generator's block), the caller's thread drawing the first (numpy draws
-    without the GIL). A fill is always untimed work, made before a window or checked after
-    it, never beside one. A fill made inside a shared one stays in its thread."""
-    cores = _cores()
-    if len(target) < PARALLEL_FILL or cores < 2 or getattr(_SHARING, "on", False):
-        fill(start, target)
-        return
-    stop = start + len(target)
-    share = -(-len(target) // cores // align) * align
-    bounds = [start, *range((start // align) * align + share, stop, share), stop]
-    runs = [(low, high) for low, high in itertools.pairwise(bounds) if high > low]
-
-    def run(span: tuple[int, int]) -> None:
-        low, high = span
-        _SHARING.on = True
-        try:
-            fill(low, target[low - start : high - start])
-        finally:
-            _SHARING.on = False
-
-    futures = [_pool().submit(run, span) for span in runs[1:]]
-    try:
-        run(runs[0])
-    finally:
-        for future in futures:
-            future.result()
-
-
-#: set in a thread drawing its run of a shared fill
-_SHARING = threading.local()
-
-
-def _fill_serial(entropy: list[int], start: int, target: npt.NDArray[np.uint8]) -> None:
+    into ``target``: block ``b`` (1 MiB) is SFC64 seeded by ``entropy + [b]``."""
     stop = start + len(target)
     position = start
     while position < stop:
@@ -131,20 +73,6 @@ def _fill_serial(entropy: list[int], start: int, target: npt.NDArray[np.uint8]) 
         raw = generator.random_raw(words).view(np.uint8)
         target[position - start : position - start + take] = raw[offset : offset + take]
         position += take
-
-
-@functools.cache
-def _cores() -> int:
-    """The cores this process may run on."""
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
-
-
-@functools.cache
-def _pool() -> concurrent.futures.ThreadPoolExecutor:
-    """The threads a large fill shares out to (one per core but the caller's)."""
-    return concurrent.futures.ThreadPoolExecutor(
-        max_workers=max(1, _cores() - 1), thread_name_prefix="storeprobe-fill"
-    )
 
 
 def payload(source: Payloads[_Item], item: _Item, start: int = 0, stop: int | None = None) -> bytes:
@@ -161,11 +89,10 @@ def mismatch(
 ) -> int | None:
     """Offset in ``item`` of the first byte where ``data`` (standing at ``start``)
     differs from its payload, or None; bytes past its end differ at its size. A
-    whole-item check must also compare lengths. The payload is generated
-    :data:`COMPARED` bytes at a time into one scratch buffer, so no copy of the whole
-    item is made."""
+    whole-item check must also compare lengths. The payload is generated 4 MiB at a
+    time into one scratch buffer, so no copy of the whole item is made."""
     limit = max(min(len(memoryview(data).cast("B")), source.size_of(item) - start), 0)
-    scratch = memoryview(bytearray(min(limit, COMPARED)))
+    scratch = memoryview(bytearray(min(limit, 4 * GENERATION_BLOCK)))
 
     def expected(a: int, b: int) -> memoryview:
         want = scratch[: b - a]
@@ -201,12 +128,12 @@ def first_mismatch(
 ) -> int | None:
     """Offset of the first byte where ``data`` differs from what ``expected(a, b)``
     regenerates for bytes ``[a, b)`` of an object of ``size`` bytes, ``data`` standing at
-    ``start``; bytes past the end differ at ``size``. Compared :data:`COMPARED` bytes at
-    a time (equal pieces compared with numpy, a differing one searched), so no copy of
+    ``start``; bytes past the end differ at ``size``. Compared 4 MiB at a time (equal
+    pieces compared with numpy, a differing one searched), so no copy of
     the whole object is made."""
     view = memoryview(data).cast("B")
     limit = max(min(len(view), size - start), 0)
-    step = COMPARED
+    step = 4 * GENERATION_BLOCK
     for offset in range(0, limit, step):
         take = min(step, limit - offset)
         got = np.frombuffer(view[offset : offset + take], dtype=np.uint8)

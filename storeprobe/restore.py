@@ -24,7 +24,7 @@ from storeprobe.staging import Staging
 from storeprobe.verification import VerificationError
 
 #: bytes of a restored file read and checked at a time
-_VERIFY_CHUNK = 16 * 1024 * 1024
+_VERIFY_CHUNK = 8 * 1024 * 1024
 #: how a restored file is opened for writing: made or emptied
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
 
@@ -172,7 +172,7 @@ def verify_restore(dataset: Dataset, directory: Path, verified: Verified | None 
             f"restore differs: {len(extra)} extra, {len(missing)} missing files"
         )
     known = verified if isinstance(dataset, Tree) else None
-    # one buffer for every file, read 16 MiB at a time: a file of any size is checked in
+    # one buffer for every file, read 8 MiB at a time: a file of any size is checked in
     # bounded memory, and a tree's many small files make no buffer each
     buffer = memoryview(bytearray(_VERIFY_CHUNK))
     for path, file in expected.items():

@@ -3,26 +3,11 @@
 
 from __future__ import annotations
 
-import os
-import threading
-
-import numpy as np
-import numpy.typing as npt
 import pytest
 
 from storeprobe import ConfigurationError, Workload
 from storeprobe.dataset import Dataset, File, Image, Sizes, Tree, content
-from storeprobe.payload import (
-    GENERATION_BLOCK,
-    PARALLEL_FILL,
-    Payloads,
-    fill_stream,
-    mismatch,
-    payload,
-    pieces,
-    shared_fill,
-)
-from storeprobe.units import MiB
+from storeprobe.payload import GENERATION_BLOCK, Payloads, mismatch, payload, pieces
 
 WORKLOAD = Workload(count=3, size=GENERATION_BLOCK + 5, seed=11)
 TREE = Tree.generate(6, Sizes.fixed("3KiB"), seed=4)
@@ -87,46 +72,3 @@ def test_the_streams_are_pinned() -> None:
     tree = Tree.generate(2, Sizes.fixed(16), seed=3)
     assert tree.files[0].path == "d07/d05/d05/f000000.dat"
     assert payload(tree, tree.files[0]).hex() == "7bdc84e9829ce9dff7e75755146ce887"
-
-
-@pytest.mark.parametrize(
-    ("start", "size"),
-    [(0, 9 * MiB), (777, 33 * MiB + 5), (3 * MiB + 1, 8 * MiB), (0, PARALLEL_FILL - 1)],
-)
-def test_a_fill_shared_out_over_the_cores_gives_the_bytes_drawn_in_one_thread(
-    start: int, size: int
-) -> None:
-    """A large fill is drawn in runs on several threads; the bytes must be those one
-    thread draws block by block, whatever the start and the split."""
-    shared = np.empty(size, dtype=np.uint8)
-    fill_stream([7, 8], start, shared)
-    alone = np.empty(size, dtype=np.uint8)
-    for low in range(start, start + size, GENERATION_BLOCK // 3):
-        high = min(low + GENERATION_BLOCK // 3, start + size)  # below any sharing
-        fill_stream([7, 8], low, alone[low - start : high - start])
-    assert np.array_equal(shared, alone)
-
-
-def test_an_images_large_fill_is_its_blocks_bytes() -> None:
-    """An image fill shared out at its block boundaries: the same bytes as each block
-    filled on its own."""
-    image = Image.create(40 * MiB, block_size="4MiB", seed=5)
-    whole = bytearray(image.size - 5)
-    image.fill(image.file, 5, whole)
-    for low in range(5, image.size, 1 * MiB):
-        piece = bytearray(min(1 * MiB, image.size - low))
-        image.fill(image.file, low, piece)
-        assert whole[low - 5 : low - 5 + len(piece)] == piece, low
-
-
-def test_a_fill_inside_a_shared_one_stays_in_its_thread() -> None:
-    """A fill made by one run of a shared fill (an image block of 8 MiB or more) is not
-    shared again: nested sharing could wait on the threads it runs on."""
-    threads: set[str] = set()
-
-    def fill(low: int, target: npt.NDArray[np.uint8]) -> None:
-        threads.add(threading.current_thread().name)
-        fill_stream([1], low, target)  # large enough to share, were it not nested
-
-    shared_fill(fill, 0, np.empty(32 * MiB, dtype=np.uint8), 16 * MiB)
-    assert len(threads) == 2 or os.cpu_count() == 1

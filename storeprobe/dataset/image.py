@@ -27,7 +27,7 @@ from storeprobe.dataset._common import (
     _valid_version,
 )
 from storeprobe.errors import ConfigurationError
-from storeprobe.payload import fill_stream, shared_fill
+from storeprobe.payload import fill_stream
 from storeprobe.payload import mismatch as mismatch_of
 from storeprobe.payload import payload as payload_of
 from storeprobe.sizes import Int64Array, _int
@@ -146,9 +146,7 @@ class Image:
                 f"{file!r} is not this image's file ({self.file!r}): fill from the Image "
                 "of that version"
             )
-        shared_fill(self._fill_blocks, start, _target(out, start, self.size), self.block_size)
-
-    def _fill_blocks(self, start: int, target: npt.NDArray[np.uint8]) -> None:
+        target = _target(out, start, self.size)
         position, stop = start, start + len(target)
         while position < stop:
             block, offset = divmod(position, self.block_size)
