@@ -35,7 +35,7 @@ delete), and removes the prefix (:func:`storeprobe.repeats.run_repeats`). Failur
 become error notices of the Result; cleanup that cannot finish becomes a
 ``cleanup-incomplete`` warning naming what was left.
 
-Why one module (~530 lines): it is the probe's method in one place (the untimed steps
+Why one module (~560 lines): it is the probe's method in one place (the untimed steps
 around each window, the clients chosen before the first repeat, the names each repeat
 records for cleanup), so it can be read against the docs in one sitting; the repeat loop
 is :mod:`storeprobe.repeats`. Running a plan is

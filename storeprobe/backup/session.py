@@ -40,7 +40,7 @@ are generated just before it), folders a write needs on a file system, evicting 
 the backups wrote from the page cache before a restore (:meth:`Session.evict`), and the
 space the target holds (:meth:`Session.usage`, hard links counted once, as ``du``).
 
-Why one module (~840 lines, one class): :class:`Session` is the whole surface a backup
+Why one module (~900 lines, one class): :class:`Session` is the whole surface a backup
 method sees, every request kind as a timed window and the untimed work around them; its
 methods share the window bookkeeping and the record of names written, and a method's
 author reads it as one API.
