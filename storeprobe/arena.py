@@ -11,7 +11,9 @@ freed with the call.
 Reused only between windows, never inside one: a window's bodies or landings are views of
 the arena from before the window opens until its last request has ended, and the next
 use begins after that. A landing is zeroed before its window, so no read is ever checked
-against bytes an earlier use left there.
+against bytes an earlier use left there. After a failed window the arena is let go (a
+request the window gave up on may still read or write it, in a client thread nothing
+can stop), and the next repeat takes a new buffer.
 """
 
 from __future__ import annotations

@@ -278,13 +278,19 @@ class Measurement:
         content = workload.with_payload_seed(((workload.seed or 0) + turn.seed_offset) % 2**63)
         if writer is not self.target.backend:
             house.check_absent(writer, names)
-        if self.operation == "upload":
-            return self._upload(writer, chosen, content, names, turn.repeat)
-        assert chosen.setup is not None
-        if chosen.refused is not None:  # the range check's error, as each repeat's
-            raise chosen.refused
-        self._setup(writer, chosen, content, names)
-        return self._download(chosen, content, names, turn.repeat)
+        try:
+            if self.operation == "upload":
+                return self._upload(writer, chosen, content, names, turn.repeat)
+            assert chosen.setup is not None
+            if chosen.refused is not None:  # the range check's error, as each repeat's
+                raise chosen.refused
+            self._setup(writer, chosen, content, names)
+            return self._download(chosen, content, names, turn.repeat)
+        except BaseException:
+            # a request the failed window gave up on may still read or write its buffer
+            # (a client thread that cannot be stopped): the next repeat takes a new one
+            chosen.arena.release()
+            raise
 
     @staticmethod
     def _bodies(

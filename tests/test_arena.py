@@ -82,3 +82,26 @@ def test_an_obstore_download_lets_the_setup_buffer_go_before_its_window(
     downloaded = Probe(fs, "bench/arena", repeats=3).download(workload)
     assert not downloaded.errors, downloaded.errors
     assert counted == [workload.total_bytes] * 3
+
+
+def test_a_failed_window_lets_its_buffer_go(
+    tmp_path: Path, counted: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request a failed window gave up on may still use its buffer (a client thread
+    nothing can stop): the repeat after it takes a new one, and the failure is recorded."""
+    execute = storeprobe.measurement.Measurement._execute
+    calls = [0]
+
+    def failing_first(self: Any, backend: Any, plan: Any, **kwargs: Any) -> Any:
+        if kwargs.get("timed"):
+            calls[0] += 1
+            if calls[0] == 1:
+                raise OSError("injected: the first window fails")
+        return execute(self, backend, plan, **kwargs)
+
+    monkeypatch.setattr(storeprobe.measurement.Measurement, "_execute", failing_first)
+    workload = Workload(count=2, size=1 << 20, seed=5)
+    result = Probe(LocalFileSystem(), str(tmp_path), repeats=3).upload(workload)
+    assert [e.repeat for e in result.errors] == [1]
+    assert len(result.samples) == 2
+    assert counted == [workload.total_bytes] * 2  # one before the failure, one after
