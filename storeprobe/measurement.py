@@ -300,7 +300,8 @@ class Measurement:
         client's own :meth:`~storeprobe.backends.Backend.bodies` (views of ``arena`` where
         it sends from a view), or parts of the staging file."""
         if staging is None:
-            made = iter(backend.bodies(workload, [r.body for r in plan.requests if r.body], arena))
+            parts = [r.body for r in plan.requests if r.body is not None]
+            made = iter(backend.bodies(workload, parts, arena))
             return [None if request.body is None else next(made) for request in plan.requests]
         bodies: list[Body | None] = []
         for request in plan.requests:
