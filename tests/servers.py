@@ -7,6 +7,7 @@ reply arrives, and is stopped by PID with SIGTERM (SIGKILL after 5 s).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 import signal
@@ -41,10 +42,35 @@ S3_KEY = "testkey"
 S3_SECRET = "testsecret-0123456789"
 
 
+#: ports this process hands out: a range of its own below the kernel's ephemeral ports
+#: (32768-60999 here), 2 000 per test worker (``gw0``, ``gw1``, …), one for any other
+#: process (a benchmark) by its PID. ``bind(0)`` hands out ephemeral ports to every
+#: process and to every outgoing connection, so a port found free that way could be
+#: taken between the check and the server's bind: with the suite in two processes, each
+#: starting servers at once, it once could be the other's
+_PORT_SPAN = 2000
+_ports = itertools.count()
+
+
+def _port_base() -> int:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker.startswith("gw") and worker[2:].isdigit() and int(worker[2:]) < 8:
+        return 10000 + int(worker[2:]) * _PORT_SPAN
+    return 26000 + (os.getpid() % 3) * _PORT_SPAN
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port on 127.0.0.1 that no socket holds, from this process's own range."""
+    base = _port_base()
+    for _ in range(_PORT_SPAN):
+        port = base + next(_ports) % _PORT_SPAN
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {base}-{base + _PORT_SPAN - 1}")
 
 
 def wait_http(port: int, process: subprocess.Popen[bytes], deadline_s: float = 30.0) -> None:

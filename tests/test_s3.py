@@ -7,8 +7,8 @@ requests were in flight.
 
 from __future__ import annotations
 
-import _thread
-import threading
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -346,35 +346,48 @@ def test_the_conditional_write_check_runs_once_per_backend(
     assert not fs.find("bench/once")  # every call cleaned up after itself
 
 
+_FOREIGN_THREADS = """
+import _thread, threading, time
+from storeprobe.backends.obstore import wait_for_foreign_threads
+
+inside, release = threading.Event(), threading.Event()
+finished = []
+
+def foreign():  # started by _thread, as a tokio thread is unknown to threading
+    inside.set()
+    release.wait(10)
+    time.sleep(0.05)  # the GIL released, as socket.send releases it
+    finished.append(True)
+
+_thread.start_new_thread(foreign, ())
+assert inside.wait(10)
+assert not wait_for_foreign_threads(0.05)  # bounded: gives up while it runs Python
+release.set()
+assert wait_for_foreign_threads(10)
+assert finished == [True]  # returned only once the thread had left Python
+
+# threading's own threads (fsspec's event loop, thread pools) stay in Python for good:
+# they are never waited for
+started = threading.Thread(target=release.wait, daemon=True)
+release.clear()
+started.start()
+assert wait_for_foreign_threads(0)
+release.set()
+started.join(10)
+print("ok")
+"""
+
+
 def test_exit_waits_for_threads_foreign_to_threading_to_leave_python() -> None:
     """obstore's tokio threads hand results over in Python; at exit they are let finish
-    (a thread killed by finalization there aborts the process), within a bound."""
-    from storeprobe.backends.obstore import wait_for_foreign_threads
+    (a thread killed by finalization there aborts the process), within a bound.
 
-    inside, release = threading.Event(), threading.Event()
-    finished: list[bool] = []
-
-    def foreign() -> None:  # started by _thread, as a tokio thread is unknown to threading
-        inside.set()
-        release.wait(10)
-        time.sleep(0.05)  # the GIL released, as socket.send releases it
-        finished.append(True)
-
-    _thread.start_new_thread(foreign, ())
-    assert inside.wait(10)
-    assert not wait_for_foreign_threads(0.05)  # bounded: gives up while it runs Python
-    release.set()
-    assert wait_for_foreign_threads(10)
-    assert finished == [True]  # returned only once the thread had left Python
-
-    # threading's own threads (fsspec's event loop, thread pools) stay in Python for
-    # good: they are never waited for
-    started = threading.Thread(target=release.wait, daemon=True)
-    release.clear()
-    started.start()
-    assert wait_for_foreign_threads(0)
-    release.set()
-    started.join(10)
+    In a fresh interpreter: a test worker's own foreign threads (execnet's, under
+    pytest-xdist) stay in Python for good, and would be waited for."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FOREIGN_THREADS], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "ok\n", "")
 
 
 class _WindowCounter:
