@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from storeprobe import Workload
-from storeprobe.dataset import Tree
+from storeprobe.dataset import Image, Tree
 from storeprobe.manifest import Chunking, Pieces, VersionMap, map_chunks, map_files
 from storeprobe.restore import (
     SETTLED_NS,
@@ -26,6 +26,8 @@ from storeprobe.sizes import Sizes
 from storeprobe.staging import Staging
 from storeprobe.units import KiB
 from storeprobe.verification import VerificationError
+
+Layout = dict[str, list[tuple[str, int]]]
 
 
 @pytest.fixture
@@ -47,8 +49,14 @@ def _served(version: VersionMap, asked: list[str]) -> Iterator[tuple[str, bytes]
                 yield key, pieces.payload_bytes(keys.index(key))
 
 
-def _only(version: VersionMap, keys: set[str]) -> Iterator[tuple[str, bytes]]:
-    return ((key, body) for key, body in _served(version, []) if key in keys)
+def _only(
+    version: VersionMap, keys: set[str], asked: list[str] | None = None
+) -> Iterator[tuple[str, bytes]]:
+    for key, body in _served(version, []):
+        if key in keys:
+            if asked is not None:
+                asked.append(key)
+            yield key, body
 
 
 # -- assemble -----------------------------------------------------------------------------
@@ -109,6 +117,64 @@ def test_a_local_object_of_the_wrong_length_is_refused(tree: Tree, tmp_path: Pat
     (tmp_path / "a").write_bytes(b"ab")  # the previous version's file was cut short
     with pytest.raises(OSError, match="object k has 2 bytes locally, expected 4"):
         assemble(version, previous, tmp_path, {"a"}, iter([]))
+
+
+def test_an_image_changed_in_place_is_patched_where_it_changed(tmp_path: Path) -> None:
+    """Its chunks that stay at their offsets are not written again: the file is patched
+    (the same inode), only the objects it lacks are fetched, and it is byte for byte the
+    new version."""
+    first = Image.create("4MiB", block_size="4KiB", seed=3)
+    second = first.evolve(fraction=0.01)
+    chunking = Chunking(average=64 * KiB)
+    before, after = map_chunks("p", first, chunking), map_chunks("p", second, chunking)
+    assemble(before, None, tmp_path, set(), _served(before, []))
+    inode = (tmp_path / "disk.img").stat().st_ino
+    needed = set(after.objects) - set(before.objects)
+    asked: list[str] = []
+    assemble(after, before, tmp_path, set(), _only(after, needed, asked))
+    assert (tmp_path / "disk.img").stat().st_ino == inode
+    assert set(asked) == needed
+    assert 0 < len(needed) < len(after.objects) / 2
+    verify_restore(second, tmp_path)
+
+
+def _held(tmp_path: Path, tree: Tree, files: dict[str, bytes], layout: Layout) -> VersionMap:
+    for path, data in files.items():
+        (tmp_path / path).write_bytes(data)
+    return VersionMap(dataset=tree, objects={}, layout=layout, manifest_key="m0")
+
+
+def test_objects_moving_inside_a_file_are_read_before_they_are_written_over(
+    tree: Tree, tmp_path: Path
+) -> None:
+    """k1 stays at 0, k2 and k3 swap: a patch would write k3 over k2 before reading k2,
+    so the file is written whole."""
+    previous = _held(tmp_path, tree, {"a": b"abcdefghi"}, {"a": [("k1", 3), ("k2", 3), ("k3", 3)]})
+    layout = {"a": [("k1", 3), ("k3", 3), ("k2", 3)]}
+    version = VersionMap(dataset=tree, objects={}, layout=layout, manifest_key="m1")
+    assemble(version, previous, tmp_path, set(), iter([]))
+    assert (tmp_path / "a").read_bytes() == b"abcghidef"
+
+
+def test_an_object_a_later_file_needs_survives_its_first_file_being_rewritten(
+    tree: Tree, tmp_path: Path
+) -> None:
+    """``a`` held k1 alone and changes first; ``c``, written after it, needs k1: it is
+    kept aside before ``a`` is written, and the aside is gone at the end."""
+    previous = _held(
+        tmp_path, tree, {"a": b"abc", "b": b"def"}, {"a": [("k1", 3)], "b": [("k2", 3)]}
+    )
+    layout = {"a": [("k3", 3)], "b": [("k2", 3)], "c": [("k1", 3)]}
+    version = VersionMap(dataset=tree, objects={}, layout=layout, manifest_key="m1")
+    assemble(version, previous, tmp_path, {"b"}, iter([("k3", b"xyz")]))
+    found = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    assert found == {"a": b"xyz", "b": b"def", "c": b"abc"}
+
+
+def test_an_object_neither_held_nor_fetched_is_named(tree: Tree, tmp_path: Path) -> None:
+    version = VersionMap(dataset=tree, objects={}, layout={"a": [("k", 3)]}, manifest_key="m")
+    with pytest.raises(OSError, match="object k is neither held in the directory nor among"):
+        assemble(version, None, tmp_path, set(), iter([]))
 
 
 # -- verify_restore -----------------------------------------------------------------------
