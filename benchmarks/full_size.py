@@ -150,6 +150,7 @@ def main() -> None:
           "content CPU s | peak RSS MiB | growth MiB |")  # fmt: skip
     print("|---|---|---|--:|--:|--:|--:|--:|--:|--:|", flush=True)
     rows = []
+    os.makedirs(args.work, exist_ok=True)
     for case in args.cases:
         kind, method, where, streams = case.split(":")
         with tempfile.TemporaryDirectory(dir=args.work, prefix="full-size-") as scratch:

@@ -1,6 +1,6 @@
-"""storeprobe.restore on the local disk: a version written from fetched objects (and from
-the previous version's files already there), and the check that a directory holds
-exactly a version, byte for byte, naming what differs."""
+"""storeprobe.assembly and storeprobe.restore on the local disk: a version written from
+fetched objects (and from the previous version's files already there), and the check
+that a directory holds exactly a version, byte for byte, naming what differs."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from storeprobe import Workload
+from storeprobe.assembly import assemble
 from storeprobe.dataset import Image, Tree
 from storeprobe.manifest import Chunking, Pieces, VersionMap, map_chunks, map_files
 from storeprobe.restore import (
     SETTLED_NS,
     Verified,
-    assemble,
     verify_restore,
     write_fetched,
     write_files,

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from storeprobe.assembly import assemble
 from storeprobe.backup.objects import Blob, Read
 from storeprobe.backup.session import Session
 from storeprobe.manifest import VersionMap
-from storeprobe.restore import assemble
 
 __all__ = ["put_version", "restore_version"]
 
