@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -14,11 +16,13 @@ import pytest
 from storeprobe.dataset import File, Tree
 from storeprobe.errors import ConfigurationError
 from storeprobe.manifest import (
+    HASH_TOGETHER,
     Blobs,
     Chunking,
     Pieces,
     VersionMap,
     cut_windows,
+    digest_windows,
     file_key,
     filled_reads,
     map_chunks,
@@ -73,6 +77,47 @@ def test_chunks_cut_window_by_window_are_the_chunks_of_the_whole() -> None:
     assert list(chunking.cut_windows(read, len(data), window=8 * KiB)) == whole
     assert list(cut_windows(chunking.cut, read, len(data), window=20 * KiB)) == whole
     assert list(chunking.cut_windows(read, 0)) == [(0, b"")]
+
+
+class _CountingPool(ThreadPoolExecutor):
+    """A pool that counts the chunks handed to it."""
+
+    handed = 0
+
+    def map(  # type: ignore[override]
+        self, fn: Callable[[bytes], str], *iterables: Iterable[bytes], **kwargs: object
+    ) -> Iterator[str]:
+        (items,) = iterables
+        listed = list(items)
+        self.handed += len(listed)
+        return super().map(fn, listed)
+
+
+def _hex(chunk: bytes) -> str:
+    return hashlib.blake2b(chunk, digest_size=16).hexdigest()
+
+
+def test_a_large_windows_chunks_are_hashed_on_the_pool_in_order() -> None:
+    """Windows above HASH_TOGETHER go to the pool, smaller ones are hashed inline; both
+    give each chunk's (offset, length, digest) in order, as hashing the cut chunks."""
+    data = np.random.default_rng(3).bytes(HASH_TOGETHER + 3 * MiB)
+    chunking = Chunking(average=64 * KiB)
+
+    def read(start: int, stop: int) -> bytes:
+        return data[start:stop]
+
+    serial = [
+        (offset, len(chunk), _hex(chunk)) for offset, chunk in chunking.cut_windows(read, len(data))
+    ]
+    with _CountingPool(2) as pool:
+        assert list(chunking.digest_windows(read, len(data), _hex, pool)) == serial
+        assert pool.handed == len(serial) > 1
+        # windows of 2 MiB hold less than HASH_TOGETHER: nothing goes to the pool
+        small = list(digest_windows(chunking.cut, read, len(data), _hex, pool, 2 * MiB))
+        assert small == serial
+        assert pool.handed == len(serial)
+    assert list(chunking.digest_windows(read, len(data), _hex, None)) == serial
+    assert list(chunking.digest_windows(read, 0, _hex, None)) == [(0, 0, _hex(b""))]
 
 
 # -- map_files ----------------------------------------------------------------------------
