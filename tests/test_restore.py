@@ -5,6 +5,7 @@ that a directory holds exactly a version, byte for byte, naming what differs."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,9 @@ from storeprobe.manifest import Chunking, Pieces, VersionMap, map_chunks, map_fi
 from storeprobe.restore import (
     SETTLED_NS,
     Verified,
+    in_place,
     verify_restore,
+    write_all,
     write_fetched,
     write_files,
 )
@@ -331,3 +334,54 @@ def test_write_fetched_writes_bytes_or_a_staging_file_and_closes_it(tmp_path: Pa
     write_fetched(tmp_path / "y" / "large", staging)
     assert (tmp_path / "y" / "large").read_bytes() == workload.payload_bytes(0)
     assert not staged.exists()  # the staging file is closed and deleted
+
+
+def test_write_all_writes_files_at_once_and_closes_every_staging_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The files go on several threads (the first two calls meet at a barrier, which a
+    one-at-a-time writer never reaches); an error is raised once every other file is
+    written and every staging file closed."""
+    from storeprobe import restore
+
+    meet = threading.Barrier(2, timeout=30)
+    calls = [0]
+    lock = threading.Lock()
+    original = restore.write_fetched
+
+    def write(path: Path, body: bytes | memoryview | Staging) -> None:
+        with lock:
+            calls[0] += 1
+            first_two = calls[0] <= 2
+        if first_two:
+            meet.wait()
+        original(path, body)
+
+    monkeypatch.setattr(restore, "write_fetched", write)
+    workload = Workload(count=2, size="2MiB", seed=5)
+    stagings = [Staging.of_payload(workload, i) for i in range(2)]
+    (tmp_path / "blocked").write_bytes(b"a file, not a folder")
+    files: list[tuple[Path, bytes | memoryview | Staging]] = [
+        (tmp_path / f"d{n % 3}" / f"f{n}", f"file {n}".encode()) for n in range(20)
+    ]
+    files += [(tmp_path / "blocked" / "under", b"x")]  # its folder is a file
+    files += [(tmp_path / f"big{i}", staging) for i, staging in enumerate(stagings)]
+    with pytest.raises(NotADirectoryError):
+        write_all(files)
+    for n in range(20):
+        assert (tmp_path / f"d{n % 3}" / f"f{n}").read_bytes() == f"file {n}".encode()
+    for i, staging in enumerate(stagings):
+        assert (tmp_path / f"big{i}").read_bytes() == workload.payload_bytes(i)
+        assert not Path(staging.path).exists()
+
+
+def test_in_place_renames_over_the_destination_or_deletes(tmp_path: Path) -> None:
+    for name in ("a", "b", "c"):
+        (tmp_path / name).write_bytes(b"old " + name.encode())
+        (tmp_path / f"{name}.part").write_bytes(b"new " + name.encode())
+    in_place([(tmp_path / "a.part", tmp_path / "a"), (tmp_path / "b.part", tmp_path / "b")])
+    in_place([(tmp_path / "c.part", None)])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "c"]
+    assert (tmp_path / "a").read_bytes() == b"new a"
+    assert (tmp_path / "b").read_bytes() == b"new b"
+    assert (tmp_path / "c").read_bytes() == b"old c"

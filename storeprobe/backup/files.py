@@ -56,7 +56,6 @@ rclone writes no manifest, and neither does this replay.
 
 from __future__ import annotations
 
-import os
 import posixpath
 from collections import Counter
 from collections.abc import Iterable
@@ -72,7 +71,7 @@ from storeprobe.backup.session import Session
 from storeprobe.dataset import Dataset, File
 from storeprobe.errors import ConfigurationError
 from storeprobe.manifest import Piece
-from storeprobe.restore import write_fetched
+from storeprobe.restore import in_place, write_all
 from storeprobe.units import GiB, MiB, parse_size
 
 __all__ = ["OBJECT_STORES", "PART_SIZE", "UPLOAD_CUTOFF", "Files"]
@@ -260,15 +259,16 @@ class _FilesReplay(Replay):
             session.head([session.key(root.name, p) for p in read + parts])
             remaining = iter(differ)
             # each window's files go to temporary names as they arrive (a later root's
-            # copy replaces an earlier one's); they replace the directory's files once
-            # the replay's copies are checked
-            for body in session.get_staged_each(
-                [Read(key=session.key(root.name, p)) for p in differ]
-            ):
-                path = next(remaining)
-                write_fetched(_temporary(directory / path), body)
-                fetched.add(path)
-                local[path] = root.files[path]
+            # copy replaces an earlier one's), several at once; they replace the
+            # directory's files once the replay's copies are checked
+            reads = [Read(key=session.key(root.name, p)) for p in differ]
+            for bodies in session.get_staged_by_window(reads):
+                paths = [next(remaining) for _ in bodies]
+                places = [_temporary(directory / p) for p in paths]
+                write_all(list(zip(places, bodies, strict=True)))
+                for path in paths:
+                    fetched.add(path)
+                    local[path] = root.files[path]
         wanted = {file.path: file for file in version.files}
         for path, file in wanted.items():
             if path not in local or not _equal(local[path], file):
@@ -277,11 +277,9 @@ class _FilesReplay(Replay):
                 raise OSError(
                     f"the replay's copies do not restore {path} of version {version.version}"
                 )
-        for path in fetched:
-            if path in wanted:
-                os.replace(_temporary(directory / path), directory / path)
-            else:
-                _temporary(directory / path).unlink(missing_ok=True)
+        in_place(
+            [(_temporary(directory / p), directory / p if p in wanted else None) for p in fetched]
+        )
         for path in set(local) - set(wanted):
             (directory / path).unlink(missing_ok=True)
 

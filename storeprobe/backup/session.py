@@ -26,8 +26,8 @@ On a client that reads into and sends from views (the local disk), a window's bo
 are made as slices of one buffer and a window's reads land in slices of one buffer
 (:meth:`~storeprobe.backends.base.Backend.bodies`,
 :meth:`~storeprobe.backends.base.Backend.landings`), made before the window:
-:meth:`Session.get_each` and :meth:`Session.get_staged_each` hand out views of it and
-release them before the next window is read. A buffer per object, each made and freed
+:meth:`Session.get_each` and :meth:`Session.get_staged_by_window` hand out views of it
+and release them before the next window is read. A buffer per object, each made and freed
 in whichever thread touched it, scattered the freed memory over the malloc arenas of
 the main and worker threads, and the process kept it (a tree of many small files).
 What windows free in the C heap all the same (each request's objects, a client's own
@@ -471,53 +471,57 @@ class Session:
 
     def get_each(self, reads: Sequence[Read]) -> Iterator[bytes | memoryview]:
         """The bytes of each read of :meth:`get_windows`, one at a time and in order, a
-        window at a time: :meth:`get_staged_each` without staging files."""
-        for body in self._each(reads, stage=False):
-            assert not isinstance(body, Staging)
-            yield body
-            del body
+        window at a time (:meth:`get_staged_by_window` without staging files); a view is
+        valid until the next body is asked for after its window's last, a ``bytes`` let
+        go as the caller lets it go."""
+        for bodies in self._by_window(reads, stage=False):
+            bodies.reverse()
+            while bodies:
+                body = bodies.pop()
+                assert not isinstance(body, Staging)
+                yield body
+                del body
 
-    def get_staged_each(self, reads: Sequence[Read]) -> Iterator[bytes | memoryview | Staging]:
+    def get_staged_by_window(
+        self, reads: Sequence[Read]
+    ) -> Iterator[list[bytes | memoryview | Staging]]:
         """Each read of :meth:`get_staged_windows` (whole objects above
-        :attr:`stage_above` landing in staging files, which the caller reads and closes),
-        one at a time and in order, a window at a time.
+        :attr:`stage_above` landing in staging files), a window at a time: the window's
+        bodies in a list, in order, so the caller can write them at once (untimed, on
+        threads of its own).
 
         On a client that reads into a buffer made before the window (the local disk:
         :meth:`~storeprobe.backends.base.Backend.landings`), a window's reads fill slices
         of one buffer, each handed out as a memoryview of it, so a window of many small
         reads allocates once (a buffer per read, made in whichever worker thread read
         it, scatters what is freed over the threads' malloc arenas, and the process
-        keeps it). A view is valid until the next body is asked for after the window's
-        last: the session then releases the window's views, so the buffer is freed
-        before the next window is read, whatever still names them (a caller's loop
-        variable). Other clients' reads are handed out as ``bytes``, let go one by one."""
-        yield from self._each(reads, stage=True)
+        keeps it). The views and staging files are valid until the next window is asked
+        for: the session then releases the views, closes the staging files and empties
+        the list, so the buffer is freed before the next window is read, whatever still
+        names them (a caller's loop variable). Other clients' reads are ``bytes``."""
+        yield from self._by_window(reads, stage=True)
 
-    def _each(
+    def _by_window(
         self, reads: Sequence[Read], *, stage: bool
-    ) -> Iterator[bytes | memoryview | Staging]:
-        """The reads one by one, a window at a time (through staging files where
-        ``stage``); a window's views released before the next window is read."""
+    ) -> Iterator[list[bytes | memoryview | Staging]]:
+        """The reads a window at a time (through staging files where ``stage``); what
+        the window handed out released before the next window is read."""
         sizes = self._sizes(reads)
         for run in windows(sizes, self.budget):
             staged = self._stagings(reads, sizes, run, ranges=False) if stage else [None] * len(run)
             bodies = self._landed([reads[i] for i in run], [sizes[i] for i in run], staged)
             del staged
-            bodies.reverse()
-            handed: list[memoryview] = []
+            handed = [b for b in bodies if isinstance(b, memoryview | Staging)]
             try:
-                while bodies:
-                    body = bodies.pop()
+                yield bodies
+            finally:  # a staging file the caller closed already is closed again harmlessly
+                bodies.clear()
+                for body in handed:
                     if isinstance(body, memoryview):
-                        handed.append(body)
-                    yield body
-                    del body
-            finally:
-                for body in bodies:  # not handed out: the caller stopped early
-                    if isinstance(body, Staging):
+                        body.release()
+                    else:
                         body.close()
-                for view in handed:  # the window's buffer freed before the next is made
-                    view.release()
+                del handed
 
     def _landed(
         self,
