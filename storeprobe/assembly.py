@@ -18,9 +18,6 @@ from attrs import define, field
 
 from storeprobe.manifest import VersionMap
 
-#: how a restored file is opened for writing: made or emptied
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-
 __all__ = ["assemble"]
 
 

@@ -317,11 +317,19 @@ def map_chunks(
     layout: dict[str, list[tuple[str, int]]] = {}
     known = {} if previous is None else previous.objects
     before = {} if previous is None else previous.layout
-    with ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="storeprobe-hash") as pool:
+    pool = (
+        ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="storeprobe-hash")
+        if HASH_THREADS > 1
+        else None  # one core: hashed here
+    )
+    try:
         for file in dataset.files:
             keys = _chunk_keys(prefix, dataset, file, chunking, (objects, known), worked, pool)
             same = before.get(file.path)
             layout[file.path] = same if same == keys else keys
+    finally:
+        if pool is not None:
+            pool.shutdown()
     return VersionMap(
         dataset=dataset,
         objects=objects,
@@ -337,7 +345,7 @@ def _chunk_keys(
     chunking: Chunking,
     stores: tuple[dict[str, Stored], Mapping[str, Stored]],
     worked: Callable[[int], None] | None,
-    pool: Executor,
+    pool: Executor | None,
 ) -> list[tuple[str, int]]:
     """``file``'s chunks as (key, length); each new one added to the version's objects
     (``stores[0]``), as the earlier version's :class:`Stored` (``stores[1]``) when the

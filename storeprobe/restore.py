@@ -13,7 +13,7 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TypeVar
 
@@ -92,11 +92,14 @@ def _at_once(work: Callable[[_Item], None], items: Sequence[_Item]) -> None:
         for item in items:
             work(item)
         return
-    with ThreadPoolExecutor(
-        min(WRITERS, len(items)), thread_name_prefix="storeprobe-write"
-    ) as pool:
-        for _ in pool.map(work, items):  # raises the first error, once all have run
-            pass
+    threads = min(WRITERS, len(items))
+    with ThreadPoolExecutor(threads, thread_name_prefix="storeprobe-write") as pool:
+        # every item is done before an error is raised (Executor.map would cancel those
+        # not yet started at the first error, leaving their staging files open)
+        done = [pool.submit(work, item) for item in items]
+        wait(done)
+    for future in done:
+        future.result()  # the first error, in the items' order
 
 
 def write_files(directory: Path, files: Mapping[str, bytes], removed: Iterable[str]) -> None:

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from storeprobe.dataset import File, Tree
+from storeprobe.dataset import File, Image, Tree
 from storeprobe.errors import ConfigurationError
 from storeprobe.manifest import (
     HASH_TOGETHER,
@@ -97,27 +97,62 @@ def _hex(chunk: bytes) -> str:
     return hashlib.blake2b(chunk, digest_size=16).hexdigest()
 
 
+def _hex_view(chunk: memoryview) -> str:
+    return hashlib.blake2b(chunk, digest_size=16).hexdigest()
+
+
 def test_a_large_windows_chunks_are_hashed_on_the_pool_in_order() -> None:
     """Windows above HASH_TOGETHER go to the pool, smaller ones are hashed inline; both
-    give each chunk's (offset, length, digest) in order, as hashing the cut chunks."""
-    data = np.random.default_rng(3).bytes(HASH_TOGETHER + 3 * MiB)
-    chunking = Chunking(average=64 * KiB)
+    give each chunk's (offset, length, digest) in order, as hashing the cut chunks, also
+    when every window is read into the same buffer (as ``filled_reads`` does)."""
+    chunking = Chunking(average=64 * KiB)  # chunks of at most 256 KiB
+    window = HASH_TOGETHER + MiB
+    # three windows, each above HASH_TOGETHER: the third starts at most two chunks before
+    # 2 × window, so it holds HASH_TOGETHER + 512 KiB to one window
+    data = np.random.default_rng(3).bytes(2 * window + HASH_TOGETHER + 512 * KiB)
 
     def read(start: int, stop: int) -> bytes:
         return data[start:stop]
+
+    buffer = bytearray(window)
+
+    def reused(start: int, stop: int) -> memoryview:
+        view = memoryview(buffer)[: stop - start]
+        view[:] = data[start:stop]
+        return view
 
     serial = [
         (offset, len(chunk), _hex(chunk)) for offset, chunk in chunking.cut_windows(read, len(data))
     ]
     with _CountingPool(2) as pool:
-        assert list(chunking.digest_windows(read, len(data), _hex, pool)) == serial
+        found = list(digest_windows(chunking.cut, reused, len(data), _hex_view, pool, window))
+        assert found == serial
         assert pool.handed == len(serial) > 1
+        pool.handed = 0
+        assert list(chunking.digest_windows(read, len(data), _hex, pool)) == serial
+        assert pool.handed == len(serial)
         # windows of 2 MiB hold less than HASH_TOGETHER: nothing goes to the pool
+        pool.handed = 0
         small = list(digest_windows(chunking.cut, read, len(data), _hex, pool, 2 * MiB))
         assert small == serial
-        assert pool.handed == len(serial)
+        assert pool.handed == 0
     assert list(chunking.digest_windows(read, len(data), _hex, None)) == serial
     assert list(chunking.digest_windows(read, 0, _hex, None)) == [(0, 0, _hex(b""))]
+
+
+def test_map_chunks_hashes_a_large_window_on_the_pool_as_in_one_thread() -> None:
+    """A 20 MiB image is one window above HASH_TOGETHER: its chunks go to the pool, and
+    the keys are those of hashing each chunk of the whole in order."""
+    image = Image.create("20MiB", block_size="64KiB", seed=6)
+    chunking = Chunking(average=256 * KiB)
+    (file,) = image.files
+    data = image.payload(file)
+    expected = [
+        (f"p/chunks/{_hex(data[offset : offset + length])}", length)
+        for offset, length in chunking.cut(data)
+    ]
+    assert len(data) > HASH_TOGETHER
+    assert map_chunks("p", image, chunking).layout[file.path] == expected
 
 
 # -- map_files ----------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from storeprobe import Workload
+from storeprobe import Workload, assembly
 from storeprobe.assembly import assemble
 from storeprobe.dataset import Image, Tree
 from storeprobe.manifest import Chunking, Pieces, VersionMap, map_chunks, map_files
@@ -122,7 +122,9 @@ def test_a_local_object_of_the_wrong_length_is_refused(tree: Tree, tmp_path: Pat
         assemble(version, previous, tmp_path, {"a"}, iter([]))
 
 
-def test_an_image_changed_in_place_is_patched_where_it_changed(tmp_path: Path) -> None:
+def test_an_image_changed_in_place_is_patched_where_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Its chunks that stay at their offsets are not written again: the file is patched
     (the same inode), only the objects it lacks are fetched, and it is byte for byte the
     new version."""
@@ -134,10 +136,21 @@ def test_an_image_changed_in_place_is_patched_where_it_changed(tmp_path: Path) -
     inode = (tmp_path / "disk.img").stat().st_ino
     needed = set(after.objects) - set(before.objects)
     asked: list[str] = []
+    written: list[int] = []
+    write_at = assembly._write_at
+
+    def counted(fd: int, data: bytes | memoryview, offset: int) -> None:
+        written.append(len(data))
+        write_at(fd, data, offset)
+
+    monkeypatch.setattr(assembly, "_write_at", counted)
     assemble(after, before, tmp_path, set(), _only(after, needed, asked))
     assert (tmp_path / "disk.img").stat().st_ino == inode
     assert set(asked) == needed
     assert 0 < len(needed) < len(after.objects) / 2
+    # only the new chunks' bytes were written, each where the new version has it
+    (layout,) = after.layout.values()
+    assert sum(written) == sum(length for key, length in layout if key in needed)
     verify_restore(second, tmp_path)
 
 
@@ -361,14 +374,15 @@ def test_write_all_writes_files_at_once_and_closes_every_staging_file(
     workload = Workload(count=2, size="2MiB", seed=5)
     stagings = [Staging.of_payload(workload, i) for i in range(2)]
     (tmp_path / "blocked").write_bytes(b"a file, not a folder")
+    # the failing file first, the staging files last: none is left out for the error
     files: list[tuple[Path, bytes | memoryview | Staging]] = [
-        (tmp_path / f"d{n % 3}" / f"f{n}", f"file {n}".encode()) for n in range(20)
+        (tmp_path / "blocked" / "under", b"x")  # its folder is a file
     ]
-    files += [(tmp_path / "blocked" / "under", b"x")]  # its folder is a file
+    files += [(tmp_path / f"d{n % 3}" / f"f{n}", f"file {n}".encode()) for n in range(200)]
     files += [(tmp_path / f"big{i}", staging) for i, staging in enumerate(stagings)]
     with pytest.raises(NotADirectoryError):
         write_all(files)
-    for n in range(20):
+    for n in range(200):
         assert (tmp_path / f"d{n % 3}" / f"f{n}").read_bytes() == f"file {n}".encode()
     for i, staging in enumerate(stagings):
         assert (tmp_path / f"big{i}").read_bytes() == workload.payload_bytes(i)
