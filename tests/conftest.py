@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import s3fs
 
+from tests import quiet
 from tests.http_proxy import CountingProxy
 from tests.servers import (
     S3_KEY,
@@ -25,6 +26,23 @@ from tests.servers import (
 
 # pytester: the pytest plugin's tests run pytest in a subprocess (tests/test_pytest_plugin.py)
 pytest_plugins = ["pytester"]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: object) -> None:
+    """xdist: each worker is given the run's lock folder (tests/quiet.py)."""
+    quiet.hand_to(node, node.config)  # type: ignore[attr-defined]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    quiet.close_run(config)
+
+
+@pytest.fixture(autouse=True)
+def _share_the_machine(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A ``quiet`` test runs with no other test running (tests/quiet.py)."""
+    with quiet.share(request):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -32,6 +32,9 @@ from tests.delay_proxy import DelayProxy, delay_process
 from tests.servers import Server
 from tests.shaped_link import shaped_link
 
+#: timings compared: no other test runs beside these (tests/quiet.py)
+pytestmark = pytest.mark.quiet
+
 SIZE = 16 * 1024**2
 RATE_MBIT = 40
 
