@@ -162,8 +162,10 @@ def digest_windows(
     than they save."""
     for start, data, cuts in _windows(cut, read, size, window):
         views = [data[offset : offset + length] for offset, length in cuts]
-        together = pool is not None and len(views) > 1 and len(data) > HASH_TOGETHER
-        digests = pool.map(digest, views) if pool is not None and together else map(digest, views)
+        if pool is not None and len(views) > 1 and len(data) > HASH_TOGETHER:
+            digests = pool.map(digest, views)
+        else:
+            digests = map(digest, views)
         for (offset, length), found in zip(cuts, digests, strict=True):
             yield start + offset, length, found
         del views
